@@ -1,0 +1,55 @@
+# outbox — see README.md. Every target works from a clean clone with Go 1.26.
+GO        ?= go
+BIN       := bin
+PKGS      := ./...
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/outboxhq/outbox/internal/version.Version=$(VERSION)
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+FUZZTIME  ?= 10s
+
+.PHONY: all build test test-short fuzz fuzz-long lint bench run clean
+
+all: build
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/outbox ./cmd/outbox
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/e2e-cli ./cmd/e2e-cli
+
+# test: vet, the race-enabled suite (unit, loopback HTTP, subprocess signal and
+# crash tests) and short fuzz runs of the two parsers.
+test: build
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(MAKE) fuzz FUZZTIME=5s
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+# fuzz: each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m for a long run).
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) ./pkg/event
+	$(GO) test -run '^$$' -fuzz '^FuzzParseBatch$$' -fuzztime $(FUZZTIME) ./pkg/event
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./pkg/uploader
+
+fuzz-long:
+	$(MAKE) fuzz FUZZTIME=5m
+
+$(STATICCHECK):
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.7.0
+
+lint: $(STATICCHECK)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+
+# bench: the benchmark suite; prints one table (see docs/BENCHMARKS.md).
+bench: build
+	$(GO) run ./cmd/outbox-bench
+
+# run: the agent against a local sink started alongside, so events are seen
+# flowing with no account (see README "Quick start").
+run: build
+	$(BIN)/outbox run --dev
+
+clean:
+	rm -rf $(BIN)
