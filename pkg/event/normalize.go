@@ -1,0 +1,242 @@
+package event
+
+import (
+	"time"
+)
+
+// span is a value's offsets in the event; end == 0 means the field is absent.
+type span struct{ start, end int }
+
+func (s span) present() bool { return s.end > 0 }
+
+// parsed is what one pass over an event learnt about it.
+type parsed struct {
+	end     int // offset just past the closing '}'
+	members int // top-level members
+
+	typ, userID, anonID, prevID, event, groupID, msgID, ts, ctx, integ span
+
+	ctxMembers   int  // members of the event's context object
+	ctxLibrary   bool // context.library is present
+	integMembers int  // members of the event's integrations object
+}
+
+// intake holds what is shared by all events of one Normalize or ParseBatch
+// call: settings, the intake time, and the batch-level objects to merge.
+type intake struct {
+	typ   string // route type, "" when each event carries its own
+	max   int
+	lib   []byte
+	opt   *Options
+	ctx   *mergeObj // batch-level context, nil when none
+	integ *mergeObj // batch-level integrations, nil when none
+
+	haveNow bool
+	now     time.Time
+	ts      []byte // the intake time as RFC 3339 UTC with ms, once computed
+	tsBuf   [32]byte
+}
+
+// init checks the route type and resolves the options.
+func (in *intake) init(typ string, opt *Options, libBuf []byte) error {
+	if typ != "" && !knownType(typ) {
+		return &Error{Index: -1, Field: "type", Reason: "route type " + string(appendString(nil, typ)) +
+			" is not one of " + typeList}
+	}
+	lib, err := opt.library(libBuf)
+	if err != nil {
+		return err
+	}
+	in.typ, in.max, in.lib, in.opt = typ, opt.maxEventBytes(), lib, opt
+	return nil
+}
+
+// intakeTime returns the intake time, read once per call.
+func (in *intake) intakeTime() time.Time {
+	if !in.haveNow {
+		in.now, in.haveNow = in.opt.now(), true
+	}
+	return in.now
+}
+
+// timestamp returns the intake time formatted for a missing timestamp.
+func (in *intake) timestamp() []byte {
+	if in.ts == nil {
+		in.ts = in.intakeTime().UTC().AppendFormat(in.tsBuf[:0], "2006-01-02T15:04:05.000Z07:00")
+	}
+	return in.ts
+}
+
+// extra bounds how many bytes emit may add to one event.
+func (in *intake) extra() int {
+	n := 160 + len(in.lib)
+	if in.ctx != nil {
+		n += 2 * len(in.ctx.raw)
+	}
+	if in.integ != nil {
+		n += 2 * len(in.integ.raw)
+	}
+	return n
+}
+
+// Normalize validates one event (a raw JSON object) and returns the bytes to
+// store: the input with messageId, timestamp, type and context.library
+// spliced in where they are missing (see the package documentation). typ,
+// when non-empty, is the type given by the route (/v1/track): it is set on
+// the event, replacing any "type" the event carries. Errors are *Error with
+// Index 0, or ErrBadLibrary for a bad Options.Library.
+func Normalize(raw []byte, typ string, opt Options) ([]byte, error) {
+	var libBuf [64]byte
+	var in intake
+	if err := in.init(typ, &opt, libBuf[:0]); err != nil {
+		return nil, err
+	}
+	start := skipSpace(raw, 0)
+	p, bad := in.parse(raw[start:])
+	if bad == nil {
+		if j := skipSpace(raw, start+p.end); j != len(raw) {
+			bad = badSyntax(&syntaxError{j - start, "unexpected data after the event"}, "event")
+		}
+	}
+	if bad != nil {
+		bad.Index = 0
+		return nil, bad
+	}
+	out, bad := in.emit(make([]byte, 0, p.end+in.extra()), raw[start:], &p)
+	if bad != nil {
+		bad.Index = 0
+		return nil, bad
+	}
+	return out[:len(out):len(out)], nil
+}
+
+// parse scans the event that starts at b[0], validating its JSON in one pass
+// and recording the fields normalisation looks at, then applies the rules.
+func (in *intake) parse(b []byte) (p parsed, bad *Error) {
+	if len(b) == 0 || b[0] != '{' {
+		return p, badField("", "an event must be a JSON object {…}, got "+describe(b))
+	}
+	if in.ctx != nil {
+		clear(in.ctx.present)
+	}
+	if in.integ != nil {
+		clear(in.integ.present)
+	}
+	var keys keySet
+	it := newObjIter(b, 0)
+	for {
+		m, ok, se := it.key()
+		if se != nil {
+			return p, badSyntax(se, "event")
+		}
+		if !ok {
+			break
+		}
+		p.members++
+		k := m.key(b)
+		if keys.add(k) {
+			return p, badField(string(k), "duplicate key: send each top-level field once")
+		}
+		var end int
+		var sp *span
+		switch string(k) {
+		case "type":
+			sp = &p.typ
+		case "userId":
+			sp = &p.userID
+		case "anonymousId":
+			sp = &p.anonID
+		case "previousId":
+			sp = &p.prevID
+		case "event":
+			sp = &p.event
+		case "groupId":
+			sp = &p.groupID
+		case "messageId":
+			sp = &p.msgID
+		case "timestamp":
+			sp = &p.ts
+		case "context":
+			sp = &p.ctx
+			if m.valStart < len(b) && b[m.valStart] == '{' {
+				end, p.ctxMembers, p.ctxLibrary, se = walkNested(b, m.valStart, in.ctx, true)
+			}
+		case "integrations":
+			sp = &p.integ
+			if m.valStart < len(b) && b[m.valStart] == '{' {
+				end, p.integMembers, _, se = walkNested(b, m.valStart, in.integ, false)
+			}
+		}
+		if end == 0 && se == nil {
+			end, se = scanValue(b, m.valStart, 1)
+		}
+		if se != nil {
+			return p, badSyntax(se, "event")
+		}
+		if sp != nil {
+			*sp = span{m.valStart, end}
+		}
+		if se = it.value(end); se != nil {
+			return p, badSyntax(se, "event")
+		}
+	}
+	p.end = it.end
+	return p, in.check(b, &p)
+}
+
+// walkNested validates the object at b[start] (a context or integrations
+// object at depth 2), counting its members, noting a "library" key when
+// wantLibrary, and marking in mo the batch-level keys it already has.
+func walkNested(b []byte, start int, mo *mergeObj, wantLibrary bool) (end, n int, library bool, se *syntaxError) {
+	it := newObjIter(b, start)
+	for {
+		m, ok, se := it.key()
+		if se != nil {
+			return 0, 0, false, se
+		}
+		if !ok {
+			return it.end, n, library, nil
+		}
+		n++
+		if wantLibrary || mo != nil {
+			k := m.key(b)
+			if wantLibrary && string(k) == "library" {
+				library = true
+			}
+			if mo != nil {
+				if j := mo.find(k); j >= 0 {
+					mo.present[j] = true
+				}
+			}
+		}
+		e, se := scanValue(b, m.valStart, 2)
+		if se != nil {
+			return 0, 0, false, se
+		}
+		if se = it.value(e); se != nil {
+			return 0, 0, false, se
+		}
+	}
+}
+
+// describe names the kind of JSON value at the start of b, for errors.
+func describe(b []byte) string {
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch c := b[0]; {
+	case c == '"':
+		return "a string"
+	case c == '[':
+		return "an array"
+	case c == '{':
+		return "an object"
+	case c == '-' || isDigit(c):
+		return "a number"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	}
+	return "invalid JSON"
+}
