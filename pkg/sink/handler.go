@@ -83,6 +83,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		if resp.Hang || err != nil {
 			s.finish(rec, resp, OutcomeCanceled, nil, nil)
 			s.log(rec)
+			drop(w) // returning normally would send an empty 200
 			return
 		}
 	}
@@ -197,6 +198,15 @@ func reset(w http.ResponseWriter) {
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// drop closes the connection without an answer (the client sees EOF).
+func drop(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
 	}
 	_ = conn.Close()
 }
