@@ -1,0 +1,77 @@
+package queue
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Batch is a leased run of events from the head of the queue.
+type Batch struct {
+	Events [][]byte   // stored bytes, owned by the caller
+	Bytes  int        // sum of len(Events)
+	Retry  RetryState // restored state when this is the head batch of a restart
+	keys   [][]byte
+}
+
+// Len returns the number of events.
+func (b *Batch) Len() int { return len(b.Events) }
+
+// Split returns the two halves of b, each a new batch with a zero
+// RetryState. A batch of fewer than two events cannot be split: Split
+// returns b itself and nil.
+func (b *Batch) Split() (*Batch, *Batch) {
+	if len(b.Events) < 2 {
+		return b, nil
+	}
+	m := len(b.Events) / 2
+	half := func(ev, keys [][]byte) *Batch {
+		h := &Batch{Events: ev, keys: keys}
+		for _, e := range ev {
+			h.Bytes += len(e)
+		}
+		return h
+	}
+	return half(b.Events[:m:m], b.keys[:m:m]), half(b.Events[m:], b.keys[m:])
+}
+
+// RetryState is the retry bookkeeping of the head batch, kept across restarts.
+type RetryState struct {
+	Attempts       int       // attempts already made (next X-Retry-Count)
+	Retries        int       // counted retries spent
+	BackoffStart   time.Time // first counted failure (wall clock), zero if none
+	RateLimitStart time.Time // first Retry-After of the episode, zero if none
+}
+
+type retryJSON struct {
+	Attempts       int   `json:"a"`
+	Retries        int   `json:"r"`
+	BackoffStart   int64 `json:"b,omitempty"` // unix ns
+	RateLimitStart int64 `json:"l,omitempty"` // unix ns
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func encodeRetry(st RetryState) []byte {
+	b, _ := json.Marshal(retryJSON{st.Attempts, st.Retries, unixNano(st.BackoffStart), unixNano(st.RateLimitStart)})
+	return b
+}
+
+func decodeRetry(b []byte) (RetryState, error) {
+	var j retryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return RetryState{}, err
+	}
+	return RetryState{j.Attempts, j.Retries, fromUnixNano(j.BackoffStart), fromUnixNano(j.RateLimitStart)}, nil
+}

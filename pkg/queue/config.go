@@ -1,0 +1,73 @@
+package queue
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// WhenFull is the policy when an Enqueue does not fit in Config.MaxBytes.
+type WhenFull string
+
+// The WhenFull policies.
+const (
+	Reject     WhenFull = "reject"      // Enqueue returns ErrFull (the default)
+	Block      WhenFull = "block"       // Enqueue waits for room or ctx
+	DropOldest WhenFull = "drop_oldest" // events are evicted from the head, counted as dropped
+)
+
+// Config configures a Queue. Zero values are documented per field.
+type Config struct {
+	MaxBytes     int64    // stored event bytes; 0 → 1 GiB
+	WhenFull     WhenFull // "" → reject
+	NoSync       bool     // queue.sync: none (no fsync on commit)
+	DeadMaxBytes int64    // dead-letter event bytes; 0 → 256 MiB
+	Logger       *slog.Logger
+
+	// OnCommit, when set, is called after each commit with the events it
+	// added and its duration (for a store_commit_duration_seconds histogram).
+	OnCommit func(events int, d time.Duration)
+	// OnDrop, when set, is called for every drop: reason is "drop_oldest",
+	// "dead_overflow" or "checksum".
+	OnDrop func(reason string, events int)
+	// OnCorrupt, when set, is called once if the background check of a large
+	// file fails; intake has then stopped and the process should exit.
+	OnCorrupt func(err error)
+	// Now gives the intake time stamped into keys; nil → time.Now.
+	Now func() time.Time
+}
+
+// Default bounds.
+const (
+	DefaultMaxBytes     = 1 << 30
+	DefaultDeadMaxBytes = 256 << 20
+)
+
+func (c Config) withDefaults() Config {
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.DeadMaxBytes == 0 {
+		c.DeadMaxBytes = DefaultDeadMaxBytes
+	}
+	if c.WhenFull == "" {
+		c.WhenFull = Reject
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports a bad WhenFull or a negative bound.
+func (c Config) Validate() error {
+	switch c.WhenFull {
+	case "", Reject, Block, DropOldest:
+	default:
+		return fmt.Errorf("queue.when_full %q: want reject, block or drop_oldest", c.WhenFull)
+	}
+	if c.MaxBytes < 0 || c.DeadMaxBytes < 0 {
+		return fmt.Errorf("queue.max_bytes and dead.max_bytes must not be negative")
+	}
+	return nil
+}

@@ -1,0 +1,13 @@
+package queue
+
+import "github.com/outboxhq/outbox/pkg/store"
+
+// ErrFull is returned by Enqueue when the events do not fit in Config.MaxBytes
+// and WhenFull is reject (or they can never fit). It is store.ErrFull.
+var ErrFull = store.ErrFull
+
+// ErrClosed is returned by every operation on a closed Queue. It is store.ErrClosed.
+var ErrClosed = store.ErrClosed
+
+// ErrNotFound is returned for an unknown dead-letter batch id. It is store.ErrNotFound.
+var ErrNotFound = store.ErrNotFound

@@ -1,0 +1,164 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/store"
+)
+
+// Queue is the durable FIFO of one data directory. Enqueue is safe for
+// concurrent use; Lease/Ack/DeadLetter/SaveRetry assume a single consumer.
+type Queue struct {
+	s   *store.Store
+	cfg Config
+	log *slog.Logger
+}
+
+// Open opens (creating) the queue in dir. It fails with store.ErrLocked
+// (wrapped) when another process owns dir and with a *store.CorruptError
+// when the file cannot be opened or fails its check.
+func Open(dir string, cfg Config) (*Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s, err := store.Open(dir, store.Options{
+		NoSync: cfg.NoSync, MaxBytes: cfg.MaxBytes, DropOldest: cfg.WhenFull == DropOldest,
+		DeadMaxBytes: cfg.DeadMaxBytes, Logger: cfg.Logger, OnCommit: cfg.OnCommit,
+		OnDrop: cfg.OnDrop, OnCorrupt: cfg.OnCorrupt, Now: cfg.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open queue: %w", err)
+	}
+	return &Queue{s: s, cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Enqueue appends events (already normalised) at the tail. When it returns
+// nil they are committed (and fsynced unless NoSync). Concurrent calls share
+// commits. It returns ErrFull (reject, or events larger than MaxBytes),
+// waits for room under block, and returns ctx.Err() when ctx ends first —
+// in which case the events may or may not have been stored.
+func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
+	for {
+		room := q.s.Room()
+		err := q.s.Append(ctx, events)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrFull) {
+			if errors.Is(err, ctx.Err()) {
+				return err
+			}
+			return fmt.Errorf("enqueue: %w", err)
+		}
+		if q.cfg.WhenFull != Block || totalBytes(events) > q.cfg.MaxBytes {
+			return ErrFull
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func totalBytes(events [][]byte) int64 {
+	var n int64
+	for _, e := range events {
+		n += int64(len(e))
+	}
+	return n
+}
+
+// Lease returns the oldest events as one batch: at most maxEvents, at most
+// maxBytes (but always at least one event), or nil, nil when the queue is
+// empty. It does not block and does not remove anything: the batch stays at
+// the head until Ack or DeadLetter. After a restart the head batch whose
+// retry state was saved comes back whole, with that state in Batch.Retry.
+func (q *Queue) Lease(maxEvents, maxBytes int) (*Batch, error) {
+	sb, err := q.s.Head(context.Background(), maxEvents, maxBytes)
+	if err != nil || sb == nil {
+		return nil, err
+	}
+	b := &Batch{Events: sb.Events, Bytes: sb.Bytes, keys: sb.Keys}
+	if sb.Retry != nil {
+		st, err := decodeRetry(sb.Retry)
+		if err != nil {
+			q.log.Warn("saved retry state unreadable; starting afresh", "error", err)
+		}
+		b.Retry = st
+	}
+	return b, nil
+}
+
+// Ack deletes the batch's events (and its retry state) in one transaction.
+func (q *Queue) Ack(b *Batch) error {
+	if b == nil || len(b.keys) == 0 {
+		return nil
+	}
+	if err := q.s.Delete(context.Background(), b.keys); err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	return nil
+}
+
+// SaveRetry persists st as the retry state of b, which must be the head
+// batch; after a restart Lease returns the same batch carrying st.
+func (q *Queue) SaveRetry(b *Batch, st RetryState) error {
+	if b == nil || len(b.keys) == 0 {
+		return nil
+	}
+	if err := q.s.SaveRetry(context.Background(), b.keys[0], len(b.keys), encodeRetry(st)); err != nil {
+		return fmt.Errorf("save retry state: %w", err)
+	}
+	b.Retry = st
+	return nil
+}
+
+// Notify returns a channel signalled (without blocking; buffer 1) after each
+// commit that added events.
+func (q *Queue) Notify() <-chan struct{} { return q.s.Notify() }
+
+// Oldest returns the intake time of the head event, false when empty.
+func (q *Queue) Oldest() (time.Time, bool) { return q.s.Oldest() }
+
+// Err returns the *store.CorruptError when the background check failed.
+func (q *Queue) Err() error { return q.s.Err() }
+
+// Dir returns the data directory.
+func (q *Queue) Dir() string { return q.s.Dir() }
+
+// Close stops the writer, closes the file and releases the directory lock.
+func (q *Queue) Close() error { return q.s.Close() }
+
+// Compact rewrites the data file with only its live data, online.
+func (q *Queue) Compact(ctx context.Context) error { return q.s.Compact(ctx) }
+
+// Stats is a cheap snapshot (kept in memory; safe to call per scrape).
+type Stats struct {
+	Events      int64            // queued events
+	Bytes       int64            // their stored bytes
+	Oldest      time.Time        // intake time of the head event; zero when empty
+	DeadBatches int64            // dead-letter batches
+	DeadEvents  int64            // events in them
+	DeadBytes   int64            // their bytes
+	FileBytes   int64            // size of the data file
+	Sync        string           // "always" or "none"
+	Commits     int64            // write transactions since open
+	Enqueued    int64            // events enqueued since open
+	Dropped     map[string]int64 // events dropped since open, by reason
+}
+
+// Stats returns the queue's counters.
+func (q *Queue) Stats() Stats {
+	s := q.s.Stats()
+	return Stats{
+		Events: s.Events, Bytes: s.Bytes, Oldest: s.Oldest, DeadBatches: s.DeadBatches,
+		DeadEvents: s.DeadEvents, DeadBytes: s.DeadBytes, FileBytes: s.FileBytes, Sync: s.Sync,
+		Commits: s.Commits, Enqueued: s.Enqueued, Dropped: s.Dropped,
+	}
+}

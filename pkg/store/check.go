@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// errCheckAborted ends a background check when the store closes.
+var errCheckAborted = errors.New("check aborted")
+
+// checkResult is what a full check found.
+type checkResult struct {
+	actual, stored counts
+}
+
+// checkDB runs bbolt's structure check and verifies every record's CRC and
+// the dead-letter headers. It never writes. quit (may be nil) aborts it.
+func checkDB(db *bolt.DB, quit <-chan struct{}) (res checkResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("check panicked: %v", r)
+		}
+	}()
+	err = db.View(func(tx *bolt.Tx) error {
+		var errs []error
+		for e := range tx.Check() {
+			if len(errs) < 5 {
+				errs = append(errs, e)
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("structure check: %w", errors.Join(errs...))
+		}
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if err := meta.ForEach(func(k, v []byte) error {
+				if _, err := decodeRecord(v); err != nil {
+					return fmt.Errorf("meta %q: %w", k, err)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if res.stored, err = readCounts(meta); err != nil {
+				return err
+			}
+		}
+		n := 0
+		aborted := func() bool {
+			n++
+			if quit == nil || n%4096 != 0 {
+				return false
+			}
+			select {
+			case <-quit:
+				return true
+			default:
+				return false
+			}
+		}
+		if b := tx.Bucket(bucketEvents); b != nil {
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				p, err := decodeRecord(v)
+				if err != nil {
+					return fmt.Errorf("event %s: %w", ksuidString(k), err)
+				}
+				res.actual.Events++
+				res.actual.Bytes += int64(len(p))
+				if aborted() {
+					return errCheckAborted
+				}
+			}
+		}
+		if b := tx.Bucket(bucketDead); b != nil {
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				p, err := decodeRecord(v)
+				if err != nil {
+					return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+				}
+				h, err := decodeDeadHeader(p)
+				if err != nil {
+					return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+				}
+				if _, err := deadEvents(h); err != nil {
+					return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+				}
+				res.actual.DeadBatches++
+				res.actual.DeadEvents += int64(h.events)
+				res.actual.DeadBytes += h.bytes
+				if aborted() {
+					return errCheckAborted
+				}
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// backgroundCheck checks a large file while intake runs. On failure it stops
+// every write (they return the *CorruptError) and calls OnCorrupt.
+func (s *Store) backgroundCheck() {
+	defer s.checking.Store(false)
+	s.dbmu.RLock()
+	res, err := checkDB(s.db, s.quit)
+	s.dbmu.RUnlock()
+	if errors.Is(err, errCheckAborted) {
+		return
+	}
+	if err != nil {
+		ce := &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+		s.failed.Store(ce)
+		s.log.Error("data file failed its check; intake stopped", "path", s.path, "error", err)
+		if s.opt.OnCorrupt != nil {
+			s.opt.OnCorrupt(ce)
+		}
+		return
+	}
+	s.log.Info("data file check passed", "path", s.path, "events", res.actual.Events)
+	s.fixCounts(res)
+}
+
+// fixCounts corrects the persisted counters when a check found them off.
+func (s *Store) fixCounts(res checkResult) {
+	if res.actual == res.stored {
+		return
+	}
+	d := counts{
+		Events: res.actual.Events - res.stored.Events, Bytes: res.actual.Bytes - res.stored.Bytes,
+		DeadBatches: res.actual.DeadBatches - res.stored.DeadBatches,
+		DeadEvents:  res.actual.DeadEvents - res.stored.DeadEvents, DeadBytes: res.actual.DeadBytes - res.stored.DeadBytes,
+	}
+	s.log.Warn("stored counters were off; corrected", "events_delta", d.Events, "bytes_delta", d.Bytes)
+	_ = s.submit(context.Background(), &request{kind: opFixCounts, delta: d})
+}

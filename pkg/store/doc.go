@@ -1,0 +1,48 @@
+// Package store owns outbox's bbolt file: buckets, record encoding, group
+// commit, the directory lock, and check/recover/compact.
+//
+// # Layout
+//
+// One file, <dir>/outbox.db, next to <dir>/outbox.lock (an flock holding the
+// owner's pid; a second opener fails at once with ErrLocked). Buckets:
+//
+//	events  KSUID (20 bytes) → record(event bytes)          FIFO by key
+//	dead    KSUID (20 bytes) → record(info + events)        one dead batch
+//	meta    "counts"         → record(5 × u64 totals)       updated by every commit
+//	        "retry"          → record(head key, count, state) head batch retry state
+//	        "format"         → record(1)
+//
+// Every value is a record: [version byte][CRC-32C of payload][payload]. Reads
+// verify the CRC. Keys are KSUIDs made strictly increasing by the writer (a
+// new one that is not greater than the last becomes last.Next()), so key
+// order is intake order and a key carries its intake second.
+//
+// # Writes: group commit
+//
+// All writes go through one writer goroutine. It takes every request waiting
+// in its channel (up to 1024), applies them in one write transaction, commits
+// once (one fsync unless NoSync) and answers each caller. A lone caller is
+// committed immediately; there is no timer (unlike bbolt's DB.Batch).
+// Counters live in memory, are published after each commit and persisted in
+// meta within the same transaction, so Stats is cheap.
+//
+// # Checks, corruption, recovery
+//
+// Open runs bbolt's structure check plus every record's CRC: synchronously for
+// small files, in the background above 64 MiB (intake is ready at once; if the
+// check fails, every later write returns the *CorruptError and OnCorrupt is
+// called). A file that fails to open or check is never modified. Recover moves
+// it aside as <name>.corrupt-<UTC time> and copies every readable record into a
+// fresh file, walking bbolt's pages itself so that broken pages are skipped.
+//
+// A record whose CRC fails at lease time is never returned: it is removed and
+// counted as dropped with reason "checksum".
+//
+// # Compaction
+//
+// bbolt never shrinks its file. After a commit that leaves the queue empty (or
+// its live data under 16 MiB) while the file exceeds max(8 MiB, 2 × live + 1
+// MiB), the writer copies the live data into a fresh file (bbolt.Compact),
+// fsyncs it, renames it over the old one and reopens — on the writer
+// goroutine, so no concurrent append can be lost. Compact(dir) does it offline.
+package store

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// LockFile is the name of the lock file inside the data directory. It holds
+// the pid of the owner; the lock itself is a non-blocking flock on it.
+const LockFile = "outbox.lock"
+
+// dirLock is an exclusive flock on the data directory's lock file.
+type dirLock struct{ f *os.File }
+
+// lockDir takes the directory lock at once or fails with ErrLocked.
+func lockDir(dir string) (*dirLock, error) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			pid := strings.TrimSpace(string(b))
+			if _, perr := strconv.Atoi(pid); perr != nil {
+				pid = "unknown"
+			}
+			return nil, fmt.Errorf("data directory %s is in use by another outbox process (pid %s); stop it or pass --data-dir: %w", dir, pid, ErrLocked)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &dirLock{f: f}, nil
+}
+
+// unlock releases the lock. The file stays (removing it would race a new owner).
+func (l *dirLock) unlock() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close() // closing drops the flock
+	l.f = nil
+	return err
+}

@@ -1,0 +1,339 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/segmentio/ksuid"
+)
+
+// apply runs one request inside the group's transaction, updating w.
+func (s *Store) apply(b buckets, r *request, w *writerState) error {
+	switch r.kind {
+	case opAppend:
+		return s.applyAppend(b, r.events, w)
+	case opDelete:
+		for _, k := range r.keys {
+			if err := deleteEvent(b, k, w); err != nil {
+				return err
+			}
+		}
+		if len(r.keys) > 0 {
+			return clearRetry(b, r.keys[0])
+		}
+		return nil
+	case opDead:
+		return s.applyDead(b, r.keys, r.info, w)
+	case opRetry:
+		if b.events.Get(r.keys[0]) == nil {
+			return nil
+		}
+		v := append(append([]byte(nil), r.keys[0]...), binary.BigEndian.AppendUint32(nil, uint32(r.count))...)
+		return b.meta.Put(metaRetry, encodeRecord(append(v, r.info...)))
+	case opReplay:
+		return s.applyReplay(b, r, w)
+	case opPurge:
+		return s.applyPurge(b, r, w)
+	case opDropCorrupt:
+		n := w.Events
+		if err := deleteEvent(b, r.keys[0], w); err != nil {
+			return err
+		}
+		if w.Events < n {
+			s.drop(w, DropChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
+		}
+		return clearRetry(b, r.keys[0])
+	case opFixCounts:
+		w.Events += r.delta.Events
+		w.Bytes += r.delta.Bytes
+		w.DeadBatches += r.delta.DeadBatches
+		w.DeadEvents += r.delta.DeadEvents
+		w.DeadBytes += r.delta.DeadBytes
+		return nil
+	}
+	return fmt.Errorf("unknown op %d", r.kind)
+}
+
+func (s *Store) applyAppend(b buckets, events [][]byte, w *writerState) error {
+	var need int64
+	for _, e := range events {
+		need += int64(len(e))
+	}
+	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
+		if !s.opt.DropOldest || need > max {
+			return ErrFull
+		}
+		evicted := 0
+		for w.Bytes+need > max {
+			k, _ := b.events.Cursor().First()
+			if k == nil {
+				break
+			}
+			if err := deleteEvent(b, k, w); err != nil {
+				return err
+			}
+			evicted++
+		}
+		s.drop(w, DropOldest, evicted)
+	}
+	now := s.opt.Now()
+	for _, e := range events {
+		k := w.nextKey(now)
+		if err := b.events.Put(k[:], encodeRecord(e)); err != nil {
+			return err
+		}
+		w.Events++
+		w.Bytes += int64(len(e))
+		w.enqueued++
+	}
+	return nil
+}
+
+// nextKey returns a KSUID for now, strictly greater than every earlier one.
+func (w *writerState) nextKey(now time.Time) ksuid.KSUID {
+	if now.Unix() > w.last.Time().Unix() || w.last.IsNil() {
+		if k, err := ksuid.NewRandomWithTime(now); err == nil && ksuid.Compare(k, w.last) > 0 {
+			w.last = k
+			return k
+		}
+	}
+	w.last = w.last.Next()
+	return w.last
+}
+
+func deleteEvent(b buckets, k []byte, w *writerState) error {
+	v := b.events.Get(k)
+	if v == nil {
+		return nil
+	}
+	n := int64(len(v) - recordHeader)
+	if err := b.events.Delete(k); err != nil {
+		return err
+	}
+	w.Events--
+	w.Bytes -= n
+	return nil
+}
+
+func clearRetry(b buckets, headKey []byte) error {
+	if v := b.meta.Get(metaRetry); v != nil && len(v) >= recordHeader+20 && bytes.Equal(v[recordHeader:recordHeader+20], headKey) {
+		return b.meta.Delete(metaRetry)
+	}
+	return nil
+}
+
+func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState) error {
+	events := make([][]byte, 0, len(keys))
+	for _, k := range keys {
+		if v := b.events.Get(k); v != nil {
+			events = append(events, append([]byte(nil), v[recordHeader:]...))
+		}
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	for _, k := range keys {
+		if err := deleteEvent(b, k, w); err != nil {
+			return err
+		}
+	}
+	if err := clearRetry(b, keys[0]); err != nil {
+		return err
+	}
+	id := w.nextKey(s.opt.Now())
+	payload := encodeDead(info, events)
+	if err := b.dead.Put(id[:], encodeRecord(payload)); err != nil {
+		return err
+	}
+	h, _ := decodeDeadHeader(payload)
+	w.DeadBatches++
+	w.DeadEvents += int64(h.events)
+	w.DeadBytes += h.bytes
+	for s.opt.DeadMaxBytes > 0 && w.DeadBytes > s.opt.DeadMaxBytes {
+		k, v := b.dead.Cursor().First()
+		if k == nil {
+			break
+		}
+		dh := deadHeaderOf(v)
+		if err := b.dead.Delete(k); err != nil {
+			return err
+		}
+		w.DeadBatches--
+		w.DeadEvents -= int64(dh.events)
+		w.DeadBytes -= dh.bytes
+		s.drop(w, DropDeadOverflow, dh.events, "dead_id", ksuidString(k))
+	}
+	return nil
+}
+
+// deadHeaderOf decodes a dead record's header; a broken one counts as empty.
+func deadHeaderOf(v []byte) deadHeader {
+	p, err := decodeRecord(v)
+	if err != nil {
+		return deadHeader{}
+	}
+	h, _ := decodeDeadHeader(p)
+	return h
+}
+
+func ksuidString(k []byte) string {
+	id, err := ksuid.FromBytes(k)
+	if err != nil {
+		return fmt.Sprintf("%x", k)
+	}
+	return id.String()
+}
+
+// deadKeys resolves ids (all when empty) to existing dead keys, oldest first.
+func deadKeys(b buckets, ids [][]byte) ([][]byte, error) {
+	if len(ids) == 0 {
+		var out [][]byte
+		c := b.dead.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			out = append(out, append([]byte(nil), k...))
+		}
+		return out, nil
+	}
+	out := make([][]byte, 0, len(ids))
+	for _, id := range ids {
+		if b.dead.Get(id) == nil {
+			return nil, fmt.Errorf("dead batch %s: %w", ksuidString(id), ErrNotFound)
+		}
+		out = append(out, id)
+	}
+	sortKeys(out)
+	return out, nil
+}
+
+func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
+	keys, err := deadKeys(b, r.keys)
+	if err != nil {
+		return err
+	}
+	type item struct {
+		key    []byte
+		h      deadHeader
+		events [][]byte
+	}
+	items := make([]item, 0, len(keys))
+	var need int64
+	for _, k := range keys {
+		p, err := decodeRecord(b.dead.Get(k))
+		if err != nil {
+			return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+		}
+		h, err := decodeDeadHeader(p)
+		if err != nil {
+			return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+		}
+		evs, err := deadEvents(h)
+		if err != nil {
+			return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+		}
+		items = append(items, item{k, h, evs})
+		need += h.bytes
+	}
+	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
+		return ErrFull
+	}
+	now := s.opt.Now()
+	for _, it := range items {
+		for _, e := range it.events {
+			k := w.nextKey(now)
+			if err := b.events.Put(k[:], encodeRecord(e)); err != nil {
+				return err
+			}
+			w.Events++
+			w.Bytes += int64(len(e))
+			r.n++
+		}
+		if err := b.dead.Delete(it.key); err != nil {
+			return err
+		}
+		w.DeadBatches--
+		w.DeadEvents -= int64(it.h.events)
+		w.DeadBytes -= it.h.bytes
+	}
+	return nil
+}
+
+func (s *Store) applyPurge(b buckets, r *request, w *writerState) error {
+	keys, err := deadKeys(b, r.keys)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		h := deadHeaderOf(b.dead.Get(k))
+		if err := b.dead.Delete(k); err != nil {
+			return err
+		}
+		w.DeadBatches--
+		w.DeadEvents -= int64(h.events)
+		w.DeadBytes -= h.bytes
+		r.n++
+	}
+	return nil
+}
+
+// drop counts n events dropped for reason and logs it at warn.
+func (s *Store) drop(w *writerState, reason string, n int, attrs ...any) {
+	if n <= 0 {
+		return
+	}
+	w.dropped[reason] += int64(n)
+	s.pendingDrops = append(s.pendingDrops, pendingDrop{reason, n, attrs})
+}
+
+// pendingDrop is reported (log + OnDrop) only once its commit succeeded.
+type pendingDrop struct {
+	reason string
+	n      int
+	attrs  []any
+}
+
+func (s *Store) reportDrops() {
+	for _, d := range s.pendingDrops {
+		s.log.Warn("events dropped", append([]any{"reason", d.reason, "events", d.n}, d.attrs...)...)
+		if s.opt.OnDrop != nil {
+			s.opt.OnDrop(d.reason, d.n)
+		}
+	}
+	s.pendingDrops = s.pendingDrops[:0]
+}
+
+func sortKeys(keys [][]byte) {
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
+}
+
+func (b buckets) head() ksuid.KSUID {
+	k, _ := b.events.Cursor().First()
+	if k == nil {
+		return ksuid.Nil
+	}
+	id, _ := ksuid.FromBytes(k)
+	return id
+}
+
+func encodeCounts(c counts) []byte {
+	buf := make([]byte, 0, 40)
+	for _, v := range []int64{c.Events, c.Bytes, c.DeadBatches, c.DeadEvents, c.DeadBytes} {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(v))
+	}
+	return buf
+}
+
+func readCounts(meta interface{ Get([]byte) []byte }) (counts, error) {
+	v := meta.Get(metaCounts)
+	if v == nil {
+		return counts{}, nil
+	}
+	p, err := decodeRecord(v)
+	if err != nil || len(p) != 40 {
+		return counts{}, fmt.Errorf("meta counters: %w", ErrChecksum)
+	}
+	g := func(i int) int64 { return int64(binary.BigEndian.Uint64(p[i*8:])) }
+	return counts{g(0), g(1), g(2), g(3), g(4)}, nil
+}

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"log/slog"
+	"time"
+)
+
+// FileName is the name of the bbolt file inside the data directory.
+const FileName = "outbox.db"
+
+// Options configures a Store. The zero value is usable: fsync on every
+// commit, no quota, checks in the background above 64 MiB.
+type Options struct {
+	// NoSync skips fsync on commit (queue.sync: none). A crash may then lose
+	// acknowledged events, never corrupt the file's structure.
+	NoSync bool
+	// MaxBytes bounds the stored event bytes (payloads only); 0 means no bound.
+	MaxBytes int64
+	// DropOldest makes Append evict events from the head to make room instead
+	// of returning ErrFull.
+	DropOldest bool
+	// DeadMaxBytes bounds the dead-letter event bytes; past it the oldest dead
+	// batches are dropped (reason "dead_overflow"). 0 means no bound.
+	DeadMaxBytes int64
+	// Logger receives warnings (drops, compaction, check failures); nil discards.
+	Logger *slog.Logger
+	// OnCommit, when set, is called by the writer after each successful commit
+	// with the number of events it appended and its duration (begin to fsync).
+	OnCommit func(events int, d time.Duration)
+	// OnDrop, when set, is called for every drop with its reason and count.
+	OnDrop func(reason string, events int)
+	// OnCorrupt, when set, is called once when the background check fails;
+	// from then on every write returns the *CorruptError.
+	OnCorrupt func(err error)
+	// Now gives the intake time put into keys; nil means time.Now.
+	Now func() time.Time
+	// BackgroundCheckBytes: a file larger than this is checked in the
+	// background so intake is ready at once; 0 means 64 MiB, <0 always.
+	BackgroundCheckBytes int64
+	// CompactMinBytes: the file is compacted online only when larger than
+	// this (and more than twice the live data + 1 MiB); 0 means 8 MiB,
+	// <0 disables online compaction.
+	CompactMinBytes int64
+}
+
+// Drop reasons reported in Stats.Dropped and to OnDrop.
+const (
+	DropOldest       = "drop_oldest"   // evicted from the head by the when_full policy
+	DropDeadOverflow = "dead_overflow" // dead batch dropped past DeadMaxBytes
+	DropChecksum     = "checksum"      // record failed its CRC at lease time
+)
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.BackgroundCheckBytes == 0 {
+		o.BackgroundCheckBytes = 64 << 20
+	}
+	if o.CompactMinBytes == 0 {
+		o.CompactMinBytes = 8 << 20
+	}
+	return o
+}

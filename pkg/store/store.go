@@ -1,0 +1,335 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/ksuid"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Bucket and meta key names.
+var (
+	bucketEvents = []byte("events")
+	bucketDead   = []byte("dead")
+	bucketMeta   = []byte("meta")
+	metaCounts   = []byte("counts")
+	metaRetry    = []byte("retry")
+	metaFormat   = []byte("format")
+)
+
+// Store is the bbolt-backed queue storage of one data directory. All writes
+// go through one writer goroutine (group commit); reads run concurrently.
+type Store struct {
+	dir, path string
+	opt       Options
+	log       *slog.Logger
+	lock      *dirLock
+
+	dbmu sync.RWMutex // guards db against the swap done by compaction
+	db   *bolt.DB
+
+	reqs     chan *request
+	quit     chan struct{}
+	stopped  chan struct{}
+	closeErr error
+	once     sync.Once
+	notify   chan struct{}
+	failed   atomic.Pointer[CorruptError]
+	checking atomic.Bool
+
+	w            writerState   // owned by the writer goroutine
+	pendingDrops []pendingDrop // owned by the writer goroutine
+
+	mu   sync.Mutex // guards the fields below
+	pub  writerState
+	room chan struct{} // closed (and replaced) whenever bytes are freed
+}
+
+// counts are the in-memory (and meta-persisted) totals.
+type counts struct {
+	Events, Bytes                      int64
+	DeadBatches, DeadEvents, DeadBytes int64
+}
+
+// writerState is what one group commit changes; published after commit.
+type writerState struct {
+	counts
+	head     ksuid.KSUID // zero when empty
+	last     ksuid.KSUID // greatest key handed out
+	commits  int64
+	enqueued int64
+	dropped  map[string]int64
+}
+
+func (w writerState) clone() writerState {
+	d := make(map[string]int64, len(w.dropped))
+	for k, v := range w.dropped {
+		d[k] = v
+	}
+	w.dropped = d
+	return w
+}
+
+// Open locks dir (creating it), opens or creates its data file and checks
+// it: synchronously when small, in the background when large. It fails with
+// ErrLocked (wrapped) when another process holds dir, and with a
+// *CorruptError when the file cannot be opened or fails its check.
+func Open(dir string, opt Options) (*Store, error) {
+	opt = opt.withDefaults()
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		dir: dir, path: filepath.Join(dir, FileName), opt: opt, log: opt.Logger, lock: lock,
+		reqs: make(chan *request, 1024), quit: make(chan struct{}), stopped: make(chan struct{}),
+		notify: make(chan struct{}, 1), room: make(chan struct{}),
+	}
+	if err := s.open(); err != nil {
+		_ = lock.unlock()
+		return nil, err
+	}
+	go s.run()
+	return s, nil
+}
+
+func (s *Store) open() error {
+	var size int64
+	if fi, err := os.Stat(s.path); err == nil {
+		size = fi.Size()
+	}
+	background := size > 0 && (s.opt.BackgroundCheckBytes < 0 || size > s.opt.BackgroundCheckBytes)
+	var mmap int
+	if background {
+		// The check holds a long read transaction; a remap would wait for it
+		// and stall the writer, so map enough up front.
+		mmap = int(2*size + 64<<20)
+	}
+	db, err := openDB(s.path, s.opt.NoSync, mmap)
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return fmt.Errorf("data directory %s is in use by another outbox process: %w", s.dir, ErrLocked)
+		}
+		return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+	}
+	if size > 0 && !background {
+		if _, err := checkDB(db, nil); err != nil {
+			_ = db.Close()
+			return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+		}
+	}
+	if err := s.load(db); err != nil {
+		_ = db.Close()
+		return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+	}
+	s.db = db
+	if background {
+		s.checking.Store(true)
+		go s.backgroundCheck()
+	}
+	return nil
+}
+
+// openDB opens path with the options that suit an append-only queue.
+func openDB(path string, noSync bool, mmap int) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil { // bbolt may panic on a broken file
+			db, err = nil, fmt.Errorf("open panicked: %v", r)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{
+		// We hold our own flock first, so bbolt's must never wait.
+		Timeout: 200 * time.Millisecond,
+		// The freelist is not written on every commit: an append-only queue
+		// frees pages on every ack, and syncing a large freelist would cost
+		// pages per tx. It is rebuilt by a page scan at open instead.
+		NoFreelistSync: true,
+		// The hashmap freelist allocates contiguous runs in near O(1), which
+		// matters after a big drain leaves many free pages.
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: mmap,
+	})
+	if err != nil {
+		return nil, err
+	}
+	db.NoSync = noSync
+	return db, nil
+}
+
+// load creates missing buckets and reads the counters, head and last key.
+func (s *Store) load(db *bolt.DB) error {
+	w := writerState{dropped: map[string]int64{}}
+	err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketEvents, bucketDead, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta.Get(metaFormat) == nil {
+			if err := meta.Put(metaFormat, encodeRecord([]byte{1})); err != nil {
+				return err
+			}
+		}
+		c, err := readCounts(meta)
+		if err != nil {
+			return err
+		}
+		w.counts = c
+		ec := tx.Bucket(bucketEvents).Cursor()
+		if k, _ := ec.First(); k != nil {
+			w.head, _ = ksuid.FromBytes(k)
+		}
+		if k, _ := ec.Last(); k != nil {
+			w.last, _ = ksuid.FromBytes(k)
+		}
+		if k, _ := tx.Bucket(bucketDead).Cursor().Last(); k != nil {
+			if d, _ := ksuid.FromBytes(k); ksuid.Compare(d, w.last) > 0 {
+				w.last = d
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.w = w
+	s.pub = w.clone()
+	return nil
+}
+
+// Close stops the writer (answering queued requests with ErrClosed), closes
+// the file and releases the directory lock. It is safe to call twice.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		close(s.quit)
+		<-s.stopped
+		s.dbmu.Lock() // waits for readers, including a background check (which sees quit)
+		err := s.db.Close()
+		s.dbmu.Unlock()
+		if lerr := s.lock.unlock(); err == nil {
+			err = lerr
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
+}
+
+// Dir returns the data directory; Path the data file.
+func (s *Store) Dir() string { return s.dir }
+
+// Path returns the data file's path.
+func (s *Store) Path() string { return s.path }
+
+// Err returns the *CorruptError when the background check failed, else nil.
+func (s *Store) Err() error {
+	if e := s.failed.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// Notify returns a channel signalled (buffer 1) after each commit that added events.
+func (s *Store) Notify() <-chan struct{} { return s.notify }
+
+// Room returns a channel closed the next time stored bytes go down.
+func (s *Store) Room() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.room
+}
+
+// Stats is a cheap snapshot of the store's counters.
+type Stats struct {
+	Events, Bytes                      int64     // queued events and their bytes
+	Oldest                             time.Time // intake time of the head event; zero when empty
+	DeadBatches, DeadEvents, DeadBytes int64
+	FileBytes                          int64  // size of the data file
+	Sync                               string // "always" or "none"
+	Commits                            int64  // write transactions committed since open
+	Enqueued                           int64  // events appended since open
+	Dropped                            map[string]int64
+}
+
+// Stats returns the counters kept in memory plus the file size.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	p := s.pub.clone()
+	s.mu.Unlock()
+	st := Stats{
+		Events: p.Events, Bytes: p.Bytes, DeadBatches: p.DeadBatches, DeadEvents: p.DeadEvents,
+		DeadBytes: p.DeadBytes, Commits: p.commits, Enqueued: p.enqueued, Dropped: p.dropped, Sync: "always",
+	}
+	if s.opt.NoSync {
+		st.Sync = "none"
+	}
+	if p.Events > 0 {
+		st.Oldest = p.head.Time()
+	}
+	if fi, err := os.Stat(s.path); err == nil {
+		st.FileBytes = fi.Size()
+	}
+	return st
+}
+
+// Oldest returns the intake time of the head event.
+func (s *Store) Oldest() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pub.Events == 0 {
+		return time.Time{}, false
+	}
+	return s.pub.head.Time(), true
+}
+
+func (s *Store) view(fn func(tx *bolt.Tx) error) error {
+	s.dbmu.RLock()
+	defer s.dbmu.RUnlock()
+	select {
+	case <-s.stopped:
+		return ErrClosed
+	default:
+	}
+	return s.db.View(fn)
+}
+
+// submit hands r to the writer and waits for its answer or ctx.
+func (s *Store) submit(ctx context.Context, r *request) error {
+	if e := s.failed.Load(); e != nil {
+		return e
+	}
+	r.ctx = ctx
+	r.done = make(chan error, 1)
+	select {
+	case s.reqs <- r:
+	case <-s.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-s.stopped:
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return ErrClosed
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,244 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+type opKind uint8
+
+const (
+	opAppend opKind = iota
+	opDelete
+	opDead
+	opRetry
+	opReplay
+	opPurge
+	opDropCorrupt
+	opFixCounts
+	opCompact
+)
+
+// request is one unit of work for the writer. Logical failures (ErrFull,
+// ErrNotFound) are detected before the op writes anything, so they fail
+// only their own request; any other error aborts the whole group.
+type request struct {
+	ctx    context.Context
+	kind   opKind
+	events [][]byte // append: payloads
+	keys   [][]byte // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
+	info   []byte   // dead: info; retry: state
+	count  int      // retry: events in the batch
+	delta  counts   // fixCounts
+	n      int      // result: events (append, replay) or batches (purge) affected
+	err    error
+	done   chan error
+}
+
+// maxGroup bounds the requests coalesced into one transaction.
+const maxGroup = 1024
+
+// run is the writer goroutine: it takes every request that is waiting,
+// applies them in one write transaction, commits (one fsync) and answers
+// each. A lone request is committed at once; nothing waits on a timer.
+func (s *Store) run() {
+	defer close(s.stopped)
+	group := make([]*request, 0, maxGroup)
+	for {
+		select {
+		case r := <-s.reqs:
+			group = append(group[:0], r)
+		case <-s.quit:
+			s.drainClosed()
+			return
+		}
+	fill:
+		for len(group) < maxGroup && group[len(group)-1].kind != opCompact {
+			select {
+			case r := <-s.reqs:
+				group = append(group, r)
+			default:
+				break fill
+			}
+		}
+		var compact *request
+		if last := group[len(group)-1]; last.kind == opCompact {
+			compact, group = last, group[:len(group)-1]
+		}
+		if len(group) > 0 {
+			s.commitGroup(group)
+		}
+		if compact != nil {
+			compact.done <- s.compact()
+		} else {
+			s.maybeCompact()
+		}
+	}
+}
+
+func (s *Store) drainClosed() {
+	for {
+		select {
+		case r := <-s.reqs:
+			r.done <- ErrClosed
+		default:
+			return
+		}
+	}
+}
+
+func isLogical(err error) bool {
+	return errors.Is(err, ErrFull) || errors.Is(err, ErrNotFound) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// commitGroup applies group in one transaction and answers every request.
+func (s *Store) commitGroup(group []*request) {
+	start := time.Now()
+	w := s.w.clone()
+	s.pendingDrops = s.pendingDrops[:0]
+	fail := func(err error) {
+		for _, r := range group {
+			if r.err == nil || !isLogical(r.err) {
+				r.err = err
+			}
+			r.done <- r.err
+		}
+	}
+	if e := s.failed.Load(); e != nil {
+		fail(e)
+		return
+	}
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		fail(fmt.Errorf("store: begin write: %w", err))
+		return
+	}
+	b := newBuckets(tx)
+	headDirty := false
+	added := 0
+	for _, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			continue
+		}
+		before := w.Events
+		r.err = s.apply(b, r, &w)
+		if r.err != nil && !isLogical(r.err) {
+			_ = tx.Rollback()
+			fail(fmt.Errorf("store: write: %w", r.err))
+			return
+		}
+		if r.kind != opAppend || w.Events < before+int64(len(r.events)) {
+			headDirty = true // something was deleted (or evicted)
+		}
+		if r.kind == opAppend && r.err == nil {
+			added += len(r.events)
+		}
+		if r.kind == opReplay {
+			added += r.n
+		}
+	}
+	if headDirty || (s.w.Events == 0 && w.Events > 0) {
+		w.head = b.head()
+	}
+	if err := b.meta.Put(metaCounts, encodeRecord(encodeCounts(w.counts))); err != nil {
+		_ = tx.Rollback()
+		fail(fmt.Errorf("store: write counters: %w", err))
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		fail(fmt.Errorf("store: commit: %w", err))
+		return
+	}
+	w.commits++
+	freed := w.Bytes < s.w.Bytes
+	s.w = w
+	s.mu.Lock()
+	s.pub = w.clone()
+	if freed {
+		close(s.room)
+		s.room = make(chan struct{})
+	}
+	s.mu.Unlock()
+	s.reportDrops()
+	for _, r := range group {
+		r.done <- r.err
+	}
+	if added > 0 {
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
+	}
+	if s.opt.OnCommit != nil {
+		s.opt.OnCommit(added, time.Since(start))
+	}
+}
+
+// Append stores events at the tail, durable (fsynced unless NoSync) when it
+// returns nil. It returns ErrFull when they do not fit and the policy is
+// reject; when ctx ends before the commit it returns ctx.Err(), and the
+// events may or may not have been stored.
+func (s *Store) Append(ctx context.Context, events [][]byte) error {
+	if len(events) == 0 {
+		return nil
+	}
+	return s.submit(ctx, &request{kind: opAppend, events: events})
+}
+
+// Delete removes the events with these keys (and the head retry state when
+// it belongs to keys[0]) in one transaction. Missing keys are ignored.
+func (s *Store) Delete(ctx context.Context, keys [][]byte) error {
+	return s.submit(ctx, &request{kind: opDelete, keys: keys})
+}
+
+// MoveDead moves the events with these keys into one dead batch carrying
+// info, in one transaction.
+func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info []byte) error {
+	return s.submit(ctx, &request{kind: opDead, keys: keys, info: info})
+}
+
+// SaveRetry stores the retry state of the head batch (first key headKey,
+// count events). It is ignored when headKey is no longer stored.
+func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, state []byte) error {
+	return s.submit(ctx, &request{kind: opRetry, keys: [][]byte{headKey}, count: count, info: state})
+}
+
+// Replay moves dead batches (all when ids is empty) back to the tail of the
+// queue with new keys, oldest first, and returns how many events moved.
+func (s *Store) Replay(ctx context.Context, ids [][]byte) (int, error) {
+	r := &request{kind: opReplay, keys: ids}
+	err := s.submit(ctx, r)
+	return r.n, err
+}
+
+// Purge deletes dead batches (all when ids is empty) and returns how many.
+func (s *Store) Purge(ctx context.Context, ids [][]byte) (int, error) {
+	r := &request{kind: opPurge, keys: ids}
+	err := s.submit(ctx, r)
+	return r.n, err
+}
+
+// Compact rewrites the file with only its live data, online.
+func (s *Store) Compact(ctx context.Context) error {
+	return s.submit(ctx, &request{kind: opCompact})
+}
+
+// buckets are the handles of one write transaction.
+type buckets struct {
+	events, dead, meta *bolt.Bucket
+}
+
+func newBuckets(tx *bolt.Tx) buckets {
+	b := buckets{events: tx.Bucket(bucketEvents), dead: tx.Bucket(bucketDead), meta: tx.Bucket(bucketMeta)}
+	// Keys only ever grow, so pages can be filled completely instead of the
+	// default half: ~1.6× faster appends and a much smaller file.
+	b.events.FillPercent = 1.0
+	b.dead.FillPercent = 1.0
+	return b
+}
