@@ -1,0 +1,44 @@
+package uploader_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/outboxhq/outbox/pkg/sink"
+	"github.com/outboxhq/outbox/pkg/sink/sinktest"
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+func TestClient_EnqueueFlush_DeliversWithHeaders(t *testing.T) {
+	s := sinktest.Start(t, sink.Options{WriteKey: "wk_test"})
+	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
+	c := open(t, cfg, uploader.WithClock(autoClock()))
+	enqueue(t, c, 0, 3)
+	if err := c.Flush(waitCtx(t)); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	reqs := s.Accepted()
+	if len(reqs) != 1 || reqs[0].EventCount != 3 {
+		t.Fatalf("accepted %d batches (%+v), want 1 of 3 events", len(reqs), reqs)
+	}
+	h := reqs[0].Header
+	if got := h.Get("Content-Encoding"); got != "gzip" {
+		t.Errorf("Content-Encoding = %q, want gzip", got)
+	}
+	if _, ok := reqs[0].RetryCount(); ok {
+		t.Errorf("first attempt carried X-Retry-Count")
+	}
+	if st := c.Stats(); st.Queue.Events != 0 || st.Counters.EventsUploaded != 3 {
+		t.Errorf("stats after flush: %+v", st)
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := c.Close(context.Background()); !errors.Is(err, uploader.ErrClosed) {
+		t.Errorf("second Close = %v, want ErrClosed", err)
+	}
+	if err := c.Enqueue(context.Background(), track(9)); !errors.Is(err, uploader.ErrClosed) {
+		t.Errorf("Enqueue after Close = %v, want ErrClosed", err)
+	}
+}

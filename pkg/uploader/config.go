@@ -1,0 +1,223 @@
+package uploader
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/budget"
+)
+
+// Defaults of SPEC section 8 for the keys Config covers.
+const (
+	DefaultDataDir         = "./outbox-data"
+	DefaultMaxEventBytes   = 32768
+	DefaultMaxRequestBytes = 512000
+	DefaultEndpoint        = "https://api.segment.io/v1/batch"
+	DefaultFormat          = "segment"
+	DefaultTimeout         = 30 * time.Second
+	DefaultBatchMaxEvents  = 500
+	DefaultBatchMaxBytes   = 500000
+	DefaultBatchInterval   = 5 * time.Second
+	DefaultQueueMaxBytes   = 1 << 30
+	DefaultWhenFull        = "reject"
+	DefaultSync            = "always"
+	DefaultDeadMaxBytes    = 256 << 20
+)
+
+// Config is the client's configuration. Each section and field maps 1:1 onto a key of SPEC
+// section 8 through its mapstructure tag, so the agent decodes it with viper unchanged.
+//
+// Start from DefaultConfig: the booleans upload.gzip and upload.split_rejected default to
+// true there, which a zero Config cannot express. Open fills other zero values (empty strings,
+// zero numbers and durations, and an all-zero Retry) with their defaults before Validate.
+type Config struct {
+	DataDir string        `mapstructure:"data_dir"` // "" → ./outbox-data
+	Limits  LimitsConfig  `mapstructure:"limits"`
+	Upload  UploadConfig  `mapstructure:"upload"`
+	Batch   BatchConfig   `mapstructure:"batch"`
+	Retry   budget.Config `mapstructure:"retry"` // all zero → budget.DefaultConfig()
+	Queue   QueueConfig   `mapstructure:"queue"`
+	Dead    DeadConfig    `mapstructure:"dead"`
+}
+
+// LimitsConfig is the limits.* section.
+type LimitsConfig struct {
+	// MaxEventBytes bounds one normalised event (Enqueue rejects bigger ones). 0 → 32768.
+	MaxEventBytes int `mapstructure:"max_event_bytes"`
+	// MaxRequestBytes bounds one ingest request; the agent uses it, the library does not. 0 → 512000.
+	MaxRequestBytes int `mapstructure:"max_request_bytes"`
+}
+
+// UploadConfig is the upload.* section.
+type UploadConfig struct {
+	Endpoint      string            `mapstructure:"endpoint"`       // "" → https://api.segment.io/v1/batch
+	WriteKey      string            `mapstructure:"write_key"`      // Basic auth user when set; never logged
+	Format        string            `mapstructure:"format"`         // "segment" (the only one); "" → segment
+	Gzip          bool              `mapstructure:"gzip"`           // Content-Encoding: gzip; default true
+	Timeout       time.Duration     `mapstructure:"timeout"`        // one attempt, redirects included; 0 → 30s
+	Headers       map[string]string `mapstructure:"headers"`        // extra request headers
+	CAFile        string            `mapstructure:"ca_file"`        // PEM roots added to the system pool
+	SplitRejected bool              `mapstructure:"split_rejected"` // bisect 400/422, split 413; default true
+}
+
+// BatchConfig is the batch.* section: a batch is sent when either size is reached or the
+// oldest queued event is Interval old.
+type BatchConfig struct {
+	MaxEvents int           `mapstructure:"max_events"` // 0 → 500
+	MaxBytes  int           `mapstructure:"max_bytes"`  // uncompressed body size; 0 → 500000
+	Interval  time.Duration `mapstructure:"interval"`   // 0 → 5s
+}
+
+// QueueConfig is the queue.* section.
+type QueueConfig struct {
+	MaxBytes int64  `mapstructure:"max_bytes"` // stored event bytes; 0 → 1 GiB
+	WhenFull string `mapstructure:"when_full"` // reject | block | drop_oldest; "" → reject
+	Sync     string `mapstructure:"sync"`      // always | none; "" → always
+}
+
+// DeadConfig is the dead.* section.
+type DeadConfig struct {
+	MaxBytes int64 `mapstructure:"max_bytes"` // dead-letter bytes kept; 0 → 256 MiB
+}
+
+// DefaultConfig returns every default of SPEC section 8.
+func DefaultConfig() Config {
+	c := Config{
+		Upload: UploadConfig{Gzip: true, SplitRejected: true},
+		Retry:  budget.DefaultConfig(),
+	}
+	return c.withDefaults()
+}
+
+// withDefaults fills zero values with their defaults.
+func (c Config) withDefaults() Config {
+	setStr := func(p *string, d string) {
+		if *p == "" {
+			*p = d
+		}
+	}
+	setStr(&c.DataDir, DefaultDataDir)
+	setStr(&c.Upload.Endpoint, DefaultEndpoint)
+	setStr(&c.Upload.Format, DefaultFormat)
+	setStr(&c.Queue.WhenFull, DefaultWhenFull)
+	setStr(&c.Queue.Sync, DefaultSync)
+	if c.Limits.MaxEventBytes == 0 {
+		c.Limits.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if c.Limits.MaxRequestBytes == 0 {
+		c.Limits.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.Upload.Timeout == 0 {
+		c.Upload.Timeout = DefaultTimeout
+	}
+	if c.Batch.MaxEvents == 0 {
+		c.Batch.MaxEvents = DefaultBatchMaxEvents
+	}
+	if c.Batch.MaxBytes == 0 {
+		c.Batch.MaxBytes = DefaultBatchMaxBytes
+	}
+	if c.Batch.Interval == 0 {
+		c.Batch.Interval = DefaultBatchInterval
+	}
+	if c.Retry == (budget.Config{}) {
+		c.Retry = budget.DefaultConfig()
+	}
+	if c.Queue.MaxBytes == 0 {
+		c.Queue.MaxBytes = DefaultQueueMaxBytes
+	}
+	if c.Dead.MaxBytes == 0 {
+		c.Dead.MaxBytes = DefaultDeadMaxBytes
+	}
+	return c
+}
+
+// Validate reports every invalid value in one error wrapping ErrInvalidConfig; each message
+// names its key, e.g. `upload.endpoint "ftp://x": must be an http or https URL`. Zero values
+// that Open would fill are accepted.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(key string, v any, why string) {
+		errs = append(errs, fmt.Errorf("%s %v: %s", key, v, why))
+	}
+	if u, err := url.Parse(c.Upload.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("upload.endpoint", fmt.Sprintf("%q", c.Upload.Endpoint), "must be an http or https URL")
+	}
+	if c.Upload.Format != DefaultFormat {
+		bad("upload.format", fmt.Sprintf("%q", c.Upload.Format), `must be "segment"`)
+	}
+	if c.Upload.Timeout < 0 {
+		bad("upload.timeout", c.Upload.Timeout, "must be greater than zero")
+	}
+	for k := range c.Upload.Headers {
+		if !validHeaderName(k) {
+			bad("upload.headers", fmt.Sprintf("%q", k), "is not a valid header name")
+		}
+	}
+	if c.Limits.MaxEventBytes < 0 {
+		bad("limits.max_event_bytes", c.Limits.MaxEventBytes, "must be greater than zero")
+	}
+	if c.Limits.MaxRequestBytes < 0 {
+		bad("limits.max_request_bytes", c.Limits.MaxRequestBytes, "must be greater than zero")
+	}
+	if c.Batch.MaxEvents < 0 {
+		bad("batch.max_events", c.Batch.MaxEvents, "must be greater than zero")
+	}
+	if minBytes := envelopeBytes + c.Limits.MaxEventBytes; c.Batch.MaxBytes < minBytes {
+		bad("batch.max_bytes", c.Batch.MaxBytes, fmt.Sprintf("must hold one event of limits.max_event_bytes (at least %d)", minBytes))
+	}
+	if c.Batch.Interval < 0 {
+		bad("batch.interval", c.Batch.Interval, "must be greater than zero")
+	}
+	if c.Queue.MaxBytes < 0 {
+		bad("queue.max_bytes", c.Queue.MaxBytes, "must be greater than zero")
+	}
+	switch c.Queue.WhenFull {
+	case "reject", "block", "drop_oldest":
+	default:
+		bad("queue.when_full", fmt.Sprintf("%q", c.Queue.WhenFull), "must be reject, block or drop_oldest")
+	}
+	switch c.Queue.Sync {
+	case "always", "none":
+	default:
+		bad("queue.sync", fmt.Sprintf("%q", c.Queue.Sync), "must be always or none")
+	}
+	if c.Dead.MaxBytes < 0 {
+		bad("dead.max_bytes", c.Dead.MaxBytes, "must be greater than zero")
+	}
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c < 0x80 && c > ' ' && !isSeparator(c):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isSeparator(c byte) bool {
+	for i := 0; i < len(`()<>@,;:\"/[]?={}`); i++ {
+		if `()<>@,;:\"/[]?={}`[i] == c {
+			return true
+		}
+	}
+	return false
+}

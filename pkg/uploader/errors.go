@@ -1,0 +1,87 @@
+package uploader
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrClosed is returned by Enqueue, Flush and a second Close after Close was called.
+var ErrClosed = errors.New("uploader: client is closed")
+
+// ErrInvalidConfig is wrapped by Config.Validate's error.
+var ErrInvalidConfig = errors.New("uploader: invalid configuration")
+
+// WaitingError is returned by Flush when the worker is waiting on a retry budget, so the queue
+// will not empty before Until. Path is "rate_limit" or "backoff".
+type WaitingError struct {
+	Path  string    // "rate_limit" (a Retry-After wait) or "backoff" (a counted wait)
+	Until time.Time // when the next attempt is due (on the client's clock)
+	Err   error     // the failure that caused the wait (a status or a network error), if known
+}
+
+// Error says what the worker waits for and until when.
+func (e *WaitingError) Error() string {
+	s := fmt.Sprintf("uploader: worker is waiting on the %s budget until %s", e.Path, e.Until.UTC().Format(time.RFC3339))
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the failure that caused the wait.
+func (e *WaitingError) Unwrap() error { return e.Err }
+
+// HookError wraps an error returned by the RequestHook. It is not a network error: it spends no
+// retry budget and the batch stays queued. errors.Is/As reach the hook's own error.
+type HookError struct{ Err error }
+
+// Error returns the hook's error text with a prefix.
+func (e *HookError) Error() string { return "uploader: request hook: " + e.Err.Error() }
+
+// Unwrap returns the hook's error.
+func (e *HookError) Unwrap() error { return e.Err }
+
+// ConfigError is a failure caused by our own configuration before anything was sent (for
+// example an endpoint the HTTP client cannot use). Like HookError it spends no budget and the
+// batch stays queued.
+type ConfigError struct {
+	Key string // the configuration key at fault
+	Err error
+}
+
+// Error names the key.
+func (e *ConfigError) Error() string { return fmt.Sprintf("uploader: %s: %v", e.Key, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// StatusError describes an attempt the collector answered with a non-2xx status. It is the
+// error carried by WaitingError and passed to dead-letter reasons.
+type StatusError struct {
+	Status int
+	Body   []byte // at most 1 KiB of the response body
+}
+
+// Error returns "collector answered 503: <snippet>".
+func (e *StatusError) Error() string {
+	if len(e.Body) == 0 {
+		return fmt.Sprintf("collector answered %d", e.Status)
+	}
+	return fmt.Sprintf("collector answered %d: %s", e.Status, trimSnippet(e.Body, 200))
+}
+
+// trimSnippet returns at most n bytes of b as a single-line string.
+func trimSnippet(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == '\n' || c == '\r' || c == '\t' {
+			c = ' '
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}

@@ -1,0 +1,55 @@
+package uploader
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/outboxhq/outbox/pkg/budget"
+)
+
+// RequestHook is called on every attempt's request after its headers are set, for example to
+// sign it or add a rotating credential. An error is reported as itself (wrapped in a
+// *HookError), is not a network error, spends no budget, and the batch stays queued; the
+// worker tries again after batch.interval.
+type RequestHook func(*http.Request) error
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	httpClient *http.Client
+	transport  http.RoundTripper
+	hook       RequestHook
+	logger     *slog.Logger
+	clock      budget.Clock
+	classify   ClassifyFunc
+	rand       budget.RandFunc
+	hooks      Hooks
+}
+
+// WithHTTPClient sets the HTTP client. The uploader uses a shallow copy whose CheckRedirect is
+// replaced by its own policy (only 307/308, at most 3 hops, never https→http) and whose
+// Timeout is left as given; upload.timeout is applied per attempt through the request context.
+func WithHTTPClient(hc *http.Client) Option { return func(o *options) { o.httpClient = hc } }
+
+// WithTransport sets the RoundTripper of the default client (upload.ca_file is then ignored).
+func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
+
+// WithRequestHook sets the per-attempt request hook.
+func WithRequestHook(h RequestHook) Option { return func(o *options) { o.hook = h } }
+
+// WithLogger sets the logger; nil discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithClock sets the clock of the budgets, the batch interval and every wait (tests pass a
+// budgettest.Clock). Default budget.System.
+func WithClock(c budget.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithClassifier replaces the response classifier (default Classify).
+func WithClassifier(f ClassifyFunc) Option { return func(o *options) { o.classify = f } }
+
+// WithRand sets the random source of the backoff jitter, a func returning values in [0, 1).
+func WithRand(f func() float64) Option { return func(o *options) { o.rand = f } }
+
+// WithHooks sets the callbacks.
+func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }

@@ -1,0 +1,111 @@
+package uploader
+
+import (
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/queue"
+)
+
+// Stats is a snapshot of the client, in the shape of SPEC section 7's /v1/status. Zero times
+// mean "not known".
+type Stats struct {
+	Queue    QueueStats
+	Dead     DeadStats
+	Upload   UploadStats
+	Retry    RetryStats
+	Store    StoreStats
+	Counters Counters
+}
+
+// QueueStats describes the events waiting.
+type QueueStats struct {
+	Events    int64
+	Bytes     int64
+	OldestAge time.Duration // age of the oldest waiting event; 0 when empty
+}
+
+// DeadStats describes the dead letters.
+type DeadStats struct {
+	Batches, Events, Bytes int64
+}
+
+// UploadStats describes the last attempts.
+type UploadStats struct {
+	LastAttempt  time.Time // when the last attempt ended
+	LastSuccess  time.Time // when the collector last accepted a batch
+	LastResult   string    // "200", "503", "maybe_sent", "hook_error", … of the last attempt
+	FailingSince time.Time // first failed attempt since the last success; zero when not failing
+}
+
+// RetryStats describes the head batch's retry state.
+type RetryStats struct {
+	Path         string    // PathNone, PathRateLimit or PathBackoff (the wait in progress)
+	Attempt      int       // failed attempts of the head batch (its next X-Retry-Count)
+	WaitingUntil time.Time // end of the wait in progress; zero when not waiting
+}
+
+// StoreStats describes the bbolt file.
+type StoreStats struct {
+	FileBytes int64
+	Sync      string // "always" or "none"
+}
+
+// Counters are cumulative since Open.
+type Counters struct {
+	EventsEnqueued   int64 // events stored by Enqueue/EnqueueNormalized
+	EventsUploaded   int64 // events in batches the collector accepted
+	EventsDead       int64 // events moved to the dead letters
+	BatchesUploaded  int64
+	BatchesDead      int64
+	Requests         int64 // attempts that reached the HTTP client
+	RetriesRateLimit int64 // waits on the rate-limit path
+	RetriesBackoff   int64 // waits on the counted path
+}
+
+// workerState is what the worker publishes for Stats and Flush.
+type workerState struct {
+	Busy         bool      // a batch is leased and not yet acked or dead-lettered
+	Path         string    // the wait in progress, PathNone when not waiting on a budget
+	WaitingUntil time.Time // end of that wait
+	WaitErr      error     // the failure that caused the wait
+	Paused       error     // a *HookError or *ConfigError holding the head batch
+	Attempt      int
+	LastAttempt  time.Time
+	LastSuccess  time.Time
+	LastResult   string
+	FailingSince time.Time
+}
+
+// Stats returns a snapshot of the queue, the dead letters, the worker and the counters.
+func (c *Client) Stats() Stats {
+	qs := c.q.Stats()
+	c.mu.Lock()
+	st, ctr := c.state, c.counters
+	c.mu.Unlock()
+	s := Stats{
+		Upload: UploadStats{
+			LastAttempt:  st.LastAttempt,
+			LastSuccess:  st.LastSuccess,
+			LastResult:   st.LastResult,
+			FailingSince: st.FailingSince,
+		},
+		Retry:    RetryStats{Path: st.Path, Attempt: st.Attempt, WaitingUntil: st.WaitingUntil},
+		Store:    StoreStats{Sync: c.cfg.Queue.Sync},
+		Counters: ctr,
+	}
+	fillQueueStats(&s, qs, c.now())
+	return s
+}
+
+// fillQueueStats copies the queue's part of the snapshot.
+func fillQueueStats(s *Stats, qs queue.Stats, now time.Time) {
+	s.Queue = QueueStats{Events: qs.Events, Bytes: qs.Bytes}
+	if !qs.Oldest.IsZero() {
+		s.Queue.OldestAge = max(now.Sub(qs.Oldest), 0)
+	}
+	s.Dead = DeadStats{Batches: qs.DeadBatches, Events: qs.DeadEvents, Bytes: qs.DeadBytes}
+	s.Store.FileBytes = qs.FileBytes
+	if qs.Sync != "" {
+		s.Store.Sync = qs.Sync
+	}
+}

@@ -1,0 +1,160 @@
+package uploader
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/outboxhq/outbox/internal/version"
+)
+
+const (
+	// maxRedirects is how many 307/308 hops one attempt follows.
+	maxRedirects = 3
+	// snippetBytes bounds the response body kept for a dead letter.
+	snippetBytes = 1 << 10
+	// drainBytes bounds how much more of a response is read so that the
+	// connection can be reused; a longer body costs the connection instead.
+	drainBytes = 4 << 10
+)
+
+// checkRedirect is the redirect policy of every client the uploader uses.
+// Only 307 and 308 are followed: they keep the method and the body (Go's
+// client replays it through Request.GetBody). A 301, 302 or 303 would make
+// Go's client send a body-less GET that "succeeds" and loses the batch, so
+// the 3xx itself is returned and classified as rejected. More than
+// maxRedirects hops, or a hop from https to http, also stop at the 3xx.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if req.Response == nil {
+		return http.ErrUseLastResponse
+	}
+	switch req.Response.StatusCode {
+	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return http.ErrUseLastResponse
+	}
+	if req.Method != http.MethodPost || len(via) > maxRedirects {
+		return http.ErrUseLastResponse
+	}
+	if prev := via[len(via)-1]; prev.URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// newHTTPClient builds the default client: a clone of http.DefaultTransport
+// (keep-alive on, proxies from the environment) with the CA file added to
+// the system roots when set. The per-attempt timeout is applied through the
+// request context, not Client.Timeout, so that shutdown and timeout share one
+// path.
+func newHTTPClient(cfg UploadConfig) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 4
+	if cfg.CAFile != "" {
+		pool, err := loadCAFile(cfg.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr, CheckRedirect: checkRedirect}, nil
+}
+
+// loadCAFile returns the system roots plus the PEM certificates in path.
+func loadCAFile(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("upload.ca_file %q: %w", path, err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("upload.ca_file %q: no PEM certificate found", path)
+	}
+	return pool, nil
+}
+
+// requestBuilder holds what every attempt's request needs; headers are built
+// anew for each attempt.
+type requestBuilder struct {
+	endpoint  string
+	auth      string // "Basic …", empty without a write key
+	userAgent string
+	gzip      bool
+	headers   map[string]string
+	hook      RequestHook
+}
+
+func newRequestBuilder(cfg UploadConfig, hook RequestHook) *requestBuilder {
+	rb := &requestBuilder{
+		endpoint:  cfg.Endpoint,
+		userAgent: version.UserAgent(),
+		gzip:      cfg.Gzip,
+		headers:   cfg.Headers,
+		hook:      hook,
+	}
+	if cfg.WriteKey != "" {
+		rb.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":"))
+	}
+	return rb
+}
+
+// build returns the request for one attempt. retryCount is the value of
+// X-Retry-Count; 0 leaves the header out (a batch's first attempt). An error
+// from the request hook is returned as a *HookError.
+func (rb *requestBuilder) build(ctx context.Context, p []byte, retryCount int) (*http.Request, error) {
+	// A *bytes.Reader body makes NewRequest set ContentLength and GetBody,
+	// which 307/308 redirects use to replay the body.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rb.endpoint, bytes.NewReader(p))
+	if err != nil {
+		return nil, &ConfigError{Key: "upload.endpoint", Err: err}
+	}
+	for k, v := range rb.headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if rb.gzip {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	if rb.auth != "" {
+		req.Header.Set("Authorization", rb.auth)
+	}
+	req.Header.Set("User-Agent", rb.userAgent)
+	if retryCount > 0 {
+		req.Header.Set("X-Retry-Count", strconv.Itoa(retryCount))
+	}
+	if rb.hook != nil {
+		if err := rb.hook(req); err != nil {
+			return nil, &HookError{Err: err}
+		}
+	}
+	return req, nil
+}
+
+// send performs one attempt and consumes the response: it keeps a snippet,
+// drains at most drainBytes more so the connection can be reused, and closes
+// the body. resp is nil when err is not.
+func send(hc *http.Client, req *http.Request, trace *SendTrace) (*http.Response, []byte, time.Duration, error) {
+	start := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+		return nil, nil, time.Since(start), trace.Wrap(err)
+	}
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
+	_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
+	_ = resp.Body.Close()
+	return resp, snippet, time.Since(start), nil
+}
