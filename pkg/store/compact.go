@@ -11,8 +11,9 @@ import (
 // compactTxBytes bounds one copy transaction of bbolt.Compact.
 const compactTxBytes = 16 << 20
 
-// maybeCompact compacts when the queue is (nearly) drained and the file is
-// much larger than the live data. It runs on the writer goroutine, so no
+// maybeCompact compacts when the file is much larger than the live data
+// (more than 2 × live + 1 MiB) and either the queue is drained (file over
+// 1 MiB) or its live data is under 16 MiB (file over CompactMinBytes). It runs on the writer goroutine, so no
 // append can slip in between the copy and the swap.
 func (s *Store) maybeCompact() {
 	if s.opt.CompactMinBytes < 0 || s.checking.Load() || s.failed.Load() != nil {
@@ -22,8 +23,14 @@ func (s *Store) maybeCompact() {
 	if s.w.Events > 0 && live > 16<<20 {
 		return
 	}
+	floor := s.opt.CompactMinBytes
+	if s.w.Events == 0 {
+		// Drained: rewriting costs only the dead letters, so go back to a
+		// near-minimal file whenever 1 MiB or more is garbage.
+		floor = min(floor, 1<<20)
+	}
 	fi, err := os.Stat(s.path)
-	if err != nil || fi.Size() <= s.opt.CompactMinBytes || fi.Size() <= 2*live+1<<20 {
+	if err != nil || fi.Size() <= floor || fi.Size() <= 2*live+1<<20 {
 		return
 	}
 	if err := s.compact(); err != nil {

@@ -37,9 +37,10 @@ type Options struct {
 	// BackgroundCheckBytes: a file larger than this is checked in the
 	// background so intake is ready at once; 0 means 64 MiB, <0 always.
 	BackgroundCheckBytes int64
-	// CompactMinBytes: the file is compacted online only when larger than
-	// this (and more than twice the live data + 1 MiB); 0 means 8 MiB,
-	// <0 disables online compaction.
+	// CompactMinBytes: while events are queued, the file is compacted online
+	// only when larger than this (and than 2 × live data + 1 MiB); once
+	// drained the floor is min(this, 1 MiB). 0 means 8 MiB; <0 disables
+	// online compaction.
 	CompactMinBytes int64
 }
 

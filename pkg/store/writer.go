@@ -74,8 +74,6 @@ func (s *Store) run() {
 		}
 		if compact != nil {
 			compact.done <- s.compact()
-		} else {
-			s.maybeCompact()
 		}
 	}
 }
@@ -157,6 +155,7 @@ func (s *Store) commitGroup(group []*request) {
 	}
 	w.commits++
 	freed := w.Bytes < s.w.Bytes
+	shrunk := freed || w.DeadBytes < s.w.DeadBytes
 	s.w = w
 	s.mu.Lock()
 	s.pub = w.clone()
@@ -166,6 +165,11 @@ func (s *Store) commitGroup(group []*request) {
 	}
 	s.mu.Unlock()
 	s.reportDrops()
+	if shrunk {
+		// Before answering, so that a caller who drained the queue sees the
+		// file small again; appends wait in the channel meanwhile.
+		s.maybeCompact()
+	}
 	for _, r := range group {
 		r.done <- r.err
 	}
