@@ -12,9 +12,8 @@ package event
 // body itself has Index -1. An empty batch returns no events and no error
 // (Segment answers 200 to it). The returned events share one allocation.
 func ParseBatch(body []byte, opt Options) ([][]byte, error) {
-	var libBuf [64]byte
 	var in intake
-	if err := in.init("", &opt, libBuf[:0]); err != nil {
+	if err := in.init("", &opt); err != nil {
 		return nil, err
 	}
 	start := skipSpace(body, 0)

@@ -183,7 +183,7 @@ func (in *intake) appendMembers(out []byte, p *parsed, kind editKind) []byte {
 			out = append(out, ',')
 		}
 		out = append(out, `"library":`...)
-		out = append(out, in.lib...)
+		out = append(out, in.lib()...)
 	}
 	return out
 }

@@ -24,52 +24,75 @@ type parsed struct {
 // intake holds what is shared by all events of one Normalize or ParseBatch
 // call: settings, the intake time, and the batch-level objects to merge.
 type intake struct {
-	typ   string // route type, "" when each event carries its own
-	max   int
-	lib   []byte
-	opt   *Options
-	ctx   *mergeObj // batch-level context, nil when none
-	integ *mergeObj // batch-level integrations, nil when none
+	typ    string // route type, "" when each event carries its own
+	max    int
+	nowFn  func() time.Time
+	ctx    *mergeObj // batch-level context, nil when none
+	integ  *mergeObj // batch-level integrations, nil when none
+	libExt []byte    // Options.Library, or the default when it does not fit libArr
+	libArr [64]byte  // the default library, built without allocating
+	libLen int
 
 	haveNow bool
 	now     time.Time
-	ts      []byte // the intake time as RFC 3339 UTC with ms, once computed
-	tsBuf   [32]byte
+	tsLen   int // the intake time as RFC 3339 UTC with ms in tsArr, once computed
+	tsArr   [32]byte
 }
 
 // init checks the route type and resolves the options.
-func (in *intake) init(typ string, opt *Options, libBuf []byte) error {
+func (in *intake) init(typ string, opt *Options) error {
 	if typ != "" && !knownType(typ) {
 		return &Error{Index: -1, Field: "type", Reason: "route type " + string(appendString(nil, typ)) +
 			" is not one of " + typeList}
 	}
-	lib, err := opt.library(libBuf)
+	lib, err := opt.library()
 	if err != nil {
 		return err
 	}
-	in.typ, in.max, in.lib, in.opt = typ, opt.maxEventBytes(), lib, opt
+	if lib == nil {
+		var tmp [64]byte
+		def := appendDefaultLibrary(tmp[:0])
+		if len(def) <= len(in.libArr) {
+			in.libLen = copy(in.libArr[:], def)
+		} else {
+			lib = append([]byte(nil), def...)
+		}
+	}
+	in.libExt = lib
+	in.typ, in.max, in.nowFn = typ, opt.maxEventBytes(), opt.Now
+	if in.nowFn == nil {
+		in.nowFn = time.Now
+	}
 	return nil
+}
+
+// lib returns the context.library JSON.
+func (in *intake) lib() []byte {
+	if in.libExt != nil {
+		return in.libExt
+	}
+	return in.libArr[:in.libLen]
 }
 
 // intakeTime returns the intake time, read once per call.
 func (in *intake) intakeTime() time.Time {
 	if !in.haveNow {
-		in.now, in.haveNow = in.opt.now(), true
+		in.now, in.haveNow = in.nowFn(), true
 	}
 	return in.now
 }
 
 // timestamp returns the intake time formatted for a missing timestamp.
 func (in *intake) timestamp() []byte {
-	if in.ts == nil {
-		in.ts = in.intakeTime().UTC().AppendFormat(in.tsBuf[:0], "2006-01-02T15:04:05.000Z07:00")
+	if in.tsLen == 0 {
+		in.tsLen = len(in.intakeTime().UTC().AppendFormat(in.tsArr[:0], "2006-01-02T15:04:05.000Z07:00"))
 	}
-	return in.ts
+	return in.tsArr[:in.tsLen]
 }
 
 // extra bounds how many bytes emit may add to one event.
 func (in *intake) extra() int {
-	n := 160 + len(in.lib)
+	n := 160 + len(in.lib())
 	if in.ctx != nil {
 		n += 2 * len(in.ctx.raw)
 	}
@@ -86,9 +109,8 @@ func (in *intake) extra() int {
 // the event, replacing any "type" the event carries. Errors are *Error with
 // Index 0, or ErrBadLibrary for a bad Options.Library.
 func Normalize(raw []byte, typ string, opt Options) ([]byte, error) {
-	var libBuf [64]byte
 	var in intake
-	if err := in.init(typ, &opt, libBuf[:0]); err != nil {
+	if err := in.init(typ, &opt); err != nil {
 		return nil, err
 	}
 	start := skipSpace(raw, 0)

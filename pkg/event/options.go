@@ -43,14 +43,19 @@ func (o *Options) maxEventBytes() int {
 	return DefaultMaxEventBytes
 }
 
-// library returns the context.library JSON to use, appending the default to
-// buf when Options.Library is nil. A Library that is not a JSON object is an
-// error (a programming error of the caller, not bad input).
-func (o *Options) library(buf []byte) ([]byte, error) {
+// appendDefaultLibrary appends the default context.library object.
+func appendDefaultLibrary(buf []byte) []byte {
+	buf = append(buf, `{"name":"outbox","version":`...)
+	buf = appendString(buf, version.Version)
+	return append(buf, '}')
+}
+
+// library returns Options.Library without surrounding whitespace, nil when it
+// is nil. A Library that is not a JSON object is an error (a mistake of the
+// caller, not bad input).
+func (o *Options) library() ([]byte, error) {
 	if o.Library == nil {
-		buf = append(buf, `{"name":"outbox","version":`...)
-		buf = appendString(buf, version.Version)
-		return append(buf, '}'), nil
+		return nil, nil
 	}
 	i := skipSpace(o.Library, 0)
 	if i >= len(o.Library) || o.Library[i] != '{' {
@@ -61,12 +66,4 @@ func (o *Options) library(buf []byte) ([]byte, error) {
 		return nil, ErrBadLibrary
 	}
 	return o.Library[i:end], nil
-}
-
-// now returns the intake time.
-func (o *Options) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
-	}
-	return time.Now()
 }

@@ -1,0 +1,53 @@
+// Package event parses, validates and normalises Segment events on intake:
+// the agent's ingest routes and the library's Enqueue both call it, so it is
+// the hot path of outbox (SPEC sections 2 and 7).
+//
+// # Model
+//
+// An event stays bytes from intake to upload. Normalize and ParseBatch never
+// decode an event into a map: one pass over the JSON validates it (strictly,
+// as encoding/json's Valid does, with nesting limited to 512 levels) and
+// records where the fields that matter start and end; the output is then the
+// input with the missing pieces spliced in. Every field outbox does not
+// know, and every byte of the ones it only reads, is kept as sent. Leading
+// and trailing whitespace around the event is dropped.
+//
+// # Rules
+//
+//   - An event is a JSON object. type is one of track, identify, page,
+//     screen, group, alias. On a typed route (/v1/track, Normalize with a
+//     non-empty typ) the route's type is set, replacing a type the event
+//     carries, as Segment's API does.
+//   - userId (a string or number) or anonymousId (a string) is required;
+//     alias needs previousId and userId, track needs a non-empty string
+//     event, group needs groupId (string or number). null and "" count as
+//     absent for every one of these.
+//   - messageId: kept when it is a non-empty string; absent, null or "" gets
+//     a new KSUID; any other kind is an error.
+//   - timestamp: kept when it is an RFC 3339 string (time.RFC3339, fraction
+//     allowed), an error when it is any other string or kind; absent, null
+//     or "" gets the intake time in UTC with milliseconds
+//     (2024-05-01T12:00:00.000Z). receivedAt is never set.
+//   - context must be an object (or null); context.library is kept when
+//     present, else set to Options.Library. integrations must be an object
+//     (or null).
+//   - A top-level key sent twice is an error (which value would a collector
+//     keep?). Keys repeated inside nested objects are kept as sent.
+//   - An event over Limits.MaxEventBytes after normalisation is an error that
+//     matches ErrTooLarge.
+//
+// # Batches
+//
+// ParseBatch reads {"batch":[…], "context"?, "integrations"?}; other
+// top-level fields are checked to be JSON and ignored, and a top-level key
+// sent twice is an error. A batch-level context or integrations object is
+// merged key by key into each event's own (the event's keys win; the added
+// members go first, as sent). A batch-level context.library counts as the
+// event's when the event has none. A request is all or nothing: the first
+// bad event gives an *Error with its 0-based Index and no event is
+// returned. An empty batch is accepted and yields no events (Segment answers
+// 200 to it).
+//
+// The request size limit (DefaultMaxRequestBytes) is enforced by whoever
+// reads the body, before decompressed bytes reach ParseBatch.
+package event
