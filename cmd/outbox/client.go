@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// agentClient talks to a running agent's admin and ingest API for the client commands.
+type agentClient struct {
+	base  string // "http://127.0.0.1:8089", no trailing slash
+	token string // ingest.token, sent as Bearer
+	key   string // first of ingest.write_keys, sent as Basic auth username
+	hc    *http.Client
+}
+
+// addAgentFlag adds --agent to a client command.
+func addAgentFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "agent", "", "agent base URL (default http:// + ingest.listen, e.g. http://127.0.0.1:8089)")
+}
+
+// newAgentClient builds the client for --agent (or ingest.listen) with the configured credential.
+func (a *app) newAgentClient(cmd *cobra.Command, agentURL string) (*agentClient, *loadedConfig, error) {
+	lc, err := a.load(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	base := agentURL
+	if base == "" {
+		host := lc.Config.Ingest.Listen
+		if strings.HasPrefix(host, ":") || strings.HasPrefix(host, "0.0.0.0:") || strings.HasPrefix(host, "[::]:") {
+			host = "127.0.0.1" + host[strings.LastIndex(host, ":"):]
+		}
+		base = "http://" + host
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, nil, usageErrorf("--agent %q is not an http(s) URL (e.g. http://127.0.0.1:8089)", agentURL)
+	}
+	c := &agentClient{base: strings.TrimRight(base, "/"), token: lc.Config.Ingest.Token, hc: &http.Client{}}
+	if len(lc.Config.Ingest.WriteKeys) > 0 {
+		c.key = lc.Config.Ingest.WriteKeys[0]
+	}
+	return c, lc, nil
+}
+
+// agentError is a non-2xx answer of the agent.
+type agentError struct {
+	Status  int
+	Message string
+	Index   *int
+}
+
+func (e *agentError) Error() string {
+	msg := fmt.Sprintf("the agent answered %d %s", e.Status, http.StatusText(e.Status))
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.Index != nil {
+		msg += fmt.Sprintf(" (event %d)", *e.Index)
+	}
+	switch e.Status {
+	case http.StatusUnauthorized:
+		msg += "; set OUTBOX_INGEST_TOKEN or OUTBOX_INGEST_WRITE_KEYS (or the config file) to a credential the agent accepts"
+	case http.StatusServiceUnavailable:
+		msg += "; the agent cannot take events right now (full queue, failing disk or shutting down), try again shortly"
+	}
+	return msg
+}
+
+// do sends one request; a JSON body is encoded from in (nil: no body) and a 2xx answer is
+// decoded into out (nil: ignored).
+func (c *agentClient) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	switch {
+	case c.token != "":
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	case c.key != "":
+		req.SetBasicAuth(c.key, "")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.reachError(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("reading the agent's answer from %s: %w", c.base, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		ae := &agentError{Status: resp.StatusCode}
+		var eb struct {
+			Error string `json:"error"`
+			Index *int   `json:"index"`
+		}
+		if json.Unmarshal(raw, &eb) == nil && eb.Error != "" {
+			ae.Message, ae.Index = eb.Error, eb.Index
+		} else {
+			ae.Message = strings.TrimSpace(string(raw))
+		}
+		return ae
+	}
+	if out == nil {
+		return nil
+	}
+	if p, ok := out.(*json.RawMessage); ok {
+		*p = append((*p)[:0], raw...)
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("the agent at %s answered something that is not the expected JSON (%w); is it an outbox agent of the same version?", c.base, err)
+	}
+	return nil
+}
+
+// reachError explains a failure to reach the agent.
+func (c *agentClient) reachError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("no answer from the agent at %s in time: %w", c.base, err)
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("cannot reach the agent at %s: connection refused; start it with 'outbox run', or pass --agent URL if it listens elsewhere", c.base)
+	}
+	return fmt.Errorf("cannot reach the agent at %s: %w; check that 'outbox run' is running and --agent points at it", c.base, err)
+}
+
+// requestTimeout bounds a client command's single request when it has no wait of its own.
+const requestTimeout = 30 * time.Second

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// defaultConfigFile is read when --config is not given and the file exists.
+const defaultConfigFile = "outbox.yaml"
+
+// envPrefix starts every configuration environment variable: OUTBOX_ + the key in upper case with
+// "." as "_" (upload.write_key → OUTBOX_UPLOAD_WRITE_KEY).
+const envPrefix = "OUTBOX_"
+
+// Source says where a configuration value came from.
+type Source struct {
+	Kind string // "default", "file", "env" or "flag"
+	Name string // the file path, variable name or flag name; empty for a default
+}
+
+// String is how errors and `outbox config` name the source: "file ./outbox.yaml",
+// "env OUTBOX_BATCH_INTERVAL", "flag --listen", "default".
+func (s Source) String() string {
+	switch s.Kind {
+	case "flag":
+		return "flag --" + s.Name
+	case "default":
+		return "default"
+	}
+	return s.Kind + " " + s.Name
+}
+
+// loadedConfig is a Config with the source of every key's value.
+type loadedConfig struct {
+	Config  Config
+	Sources map[string]Source
+	File    string // the file read, "" when none
+}
+
+// configInput is what loadConfig reads besides the file itself.
+type configInput struct {
+	File    string         // --config; "" means ./outbox.yaml when it exists
+	Environ []string       // KEY=value pairs; only OUTBOX_* ones are read
+	Flags   *pflag.FlagSet // flags of the running command; only changed ones count
+}
+
+// envName is the environment variable of a key.
+func envName(key string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// loadConfig layers defaults, the YAML file, OUTBOX_* variables and flags (each beating the
+// ones before), then validates the result. Every error names the key and the source of the bad
+// value and is a usageError (exit code 2).
+func loadConfig(in configInput) (*loadedConfig, error) {
+	lc := &loadedConfig{Sources: make(map[string]Source, len(keys))}
+	for i := range keys {
+		d := &keys[i]
+		if err := lc.set(d, d.def, Source{Kind: "default"}); err != nil {
+			return nil, err
+		}
+	}
+	if err := lc.readFile(in.File); err != nil {
+		return nil, err
+	}
+	if err := lc.readEnv(in.Environ); err != nil {
+		return nil, err
+	}
+	if err := lc.readFlags(in.Flags); err != nil {
+		return nil, err
+	}
+	if err := lc.validate(); err != nil {
+		return nil, err
+	}
+	return lc, nil
+}
+
+// set parses raw for key d and stores it, recording src.
+func (lc *loadedConfig) set(d *keyDef, raw any, src Source) error {
+	v, err := parseValue(d, raw)
+	if err != nil {
+		return keyError(d.key, src, err)
+	}
+	switch p := d.field(&lc.Config).(type) {
+	case *string:
+		*p = v.(string)
+	case *bool:
+		*p = v.(bool)
+	case *int64:
+		*p = v.(int64)
+	case *time.Duration:
+		*p = v.(time.Duration)
+	case *[]string:
+		*p = v.([]string)
+	case *map[string]string:
+		*p = v.(map[string]string)
+	}
+	lc.Sources[d.key] = src
+	return nil
+}
+
+// keyError is the one shape of a configuration error: key, source, what is wrong.
+func keyError(key string, src Source, err error) error {
+	return usageErrorf("configuration key %s (from %s): %w", key, src, err)
+}
+
+func (lc *loadedConfig) readFile(path string) error {
+	if path == "" {
+		if _, err := os.Stat(defaultConfigFile); err != nil {
+			return nil // no file: defaults, env and flags only
+		}
+		path = "./" + defaultConfigFile
+	}
+	v := viper.New()
+	v.SetConfigFile(path)
+	v.SetConfigType("yaml")
+	if err := v.ReadInConfig(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return usageErrorf("config file %s does not exist; check --config, or run without it to use defaults", path)
+		}
+		return usageErrorf("config file %s cannot be read: %w; fix the YAML (see config.example.yaml)", path, err)
+	}
+	lc.File = path
+	src := Source{Kind: "file", Name: path}
+	var unknown []string
+	for _, k := range v.AllKeys() {
+		if lookupKey(k) == nil && !strings.HasPrefix(k, "upload.headers.") {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return usageErrorf("config file %s: unknown configuration key %s; see config.example.yaml for every key", path, strings.Join(unknown, ", "))
+	}
+	for i := range keys {
+		d := &keys[i]
+		if !v.IsSet(d.key) {
+			continue
+		}
+		if err := lc.set(d, v.Get(d.key), src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (lc *loadedConfig) readEnv(environ []string) error {
+	byEnv := make(map[string]*keyDef, len(keys))
+	for i := range keys {
+		byEnv[envName(keys[i].key)] = &keys[i]
+	}
+	sorted := append([]string(nil), environ...)
+	sort.Strings(sorted)
+	for _, kv := range sorted {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || value == "" {
+			continue // an empty variable counts as unset
+		}
+		d := byEnv[name]
+		if d == nil {
+			return usageErrorf("environment variable %s is not a configuration key (OUTBOX_ variables are OUTBOX_ + the key with . as _, e.g. OUTBOX_UPLOAD_WRITE_KEY); unset it or fix its name", name)
+		}
+		if err := lc.set(d, value, Source{Kind: "env", Name: name}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (lc *loadedConfig) readFlags(fs *pflag.FlagSet) error {
+	if fs == nil {
+		return nil
+	}
+	for i := range keys {
+		d := &keys[i]
+		if d.flag == "" {
+			continue
+		}
+		if f := fs.Lookup(d.flag); f != nil && f.Changed {
+			if err := lc.set(d, f.Value.String(), Source{Kind: "flag", Name: d.flag}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// validate checks what single values cannot show alone: addresses, URLs, files, auth.
+func (lc *loadedConfig) validate() error {
+	c := &lc.Config
+	host, _, err := net.SplitHostPort(c.Ingest.Listen)
+	if err != nil {
+		return keyError("ingest.listen", lc.Sources["ingest.listen"], fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:8089)", c.Ingest.Listen))
+	}
+	if !isLoopback(host) && len(c.Ingest.WriteKeys) == 0 && c.Ingest.Token == "" && !c.Ingest.AllowUnauthenticated {
+		return keyError("ingest.listen", lc.Sources["ingest.listen"], fmt.Errorf(
+			"%q is not a loopback address and no ingest.write_keys or ingest.token is set; set one (OUTBOX_INGEST_TOKEN) or ingest.allow_unauthenticated: true", c.Ingest.Listen))
+	}
+	u, err := url.Parse(c.Upload.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return keyError("upload.endpoint", lc.Sources["upload.endpoint"], fmt.Errorf("%q is not an http(s) URL (e.g. https://api.segment.io/v1/batch)", c.Upload.Endpoint))
+	}
+	if c.Upload.CAFile != "" {
+		if _, err := os.Stat(c.Upload.CAFile); err != nil {
+			return keyError("upload.ca_file", lc.Sources["upload.ca_file"], fmt.Errorf("cannot read %s: %w", c.Upload.CAFile, err))
+		}
+	}
+	if c.Limits.MaxEventBytes > c.Limits.MaxRequestBytes {
+		return keyError("limits.max_event_bytes", lc.Sources["limits.max_event_bytes"], fmt.Errorf(
+			"%d is larger than limits.max_request_bytes (%d)", c.Limits.MaxEventBytes, c.Limits.MaxRequestBytes))
+	}
+	if c.Retry.BackoffBase > c.Retry.BackoffCap {
+		return keyError("retry.backoff_base", lc.Sources["retry.backoff_base"], fmt.Errorf(
+			"%s is longer than retry.backoff_cap (%s)", c.Retry.BackoffBase, c.Retry.BackoffCap))
+	}
+	for name := range c.Upload.Headers {
+		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, " :\r\n") {
+			return keyError("upload.headers", lc.Sources["upload.headers"], fmt.Errorf("%q is not a valid header name", name))
+		}
+	}
+	return nil
+}
+
+// isLoopback reports whether host ("" meaning every interface) only listens on loopback.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// shutdownDeadline is the latest `outbox run` may take from the first signal to exit.
+func (c *Config) shutdownDeadline() time.Duration { return c.Shutdown.Timeout + time.Second }

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/store"
+)
+
+// checkDataDir makes sure an offline command is pointed at an existing data directory, so that a
+// typo does not silently create an empty one.
+func checkDataDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data directory %s does not exist (%w); pass the agent's --data-dir", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data directory %s is not a directory; pass the agent's --data-dir", dir)
+	}
+	if _, err := os.Stat(dir + "/" + store.FileName); err != nil {
+		return fmt.Errorf("data directory %s holds no queue file (%s); pass the agent's --data-dir", dir, store.FileName)
+	}
+	return nil
+}
+
+// openOffline opens the queue of a stopped agent. A running agent holds the directory lock, so
+// this fails at once with the store's "in use" message.
+func openOffline(c *Config) (*queue.Queue, error) {
+	if err := checkDataDir(c.DataDir); err != nil {
+		return nil, err
+	}
+	q, err := queue.Open(c.DataDir, queue.Config{
+		MaxBytes:     c.Queue.MaxBytes,
+		WhenFull:     queue.WhenFull(c.Queue.WhenFull),
+		NoSync:       c.Queue.Sync == "none",
+		DeadMaxBytes: c.Dead.MaxBytes,
+	})
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return q, nil
+}

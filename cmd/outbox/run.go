@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/sink"
+	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/spf13/cobra"
+)
+
+// devSinkAddr is where `outbox run --dev` starts its local collector (a free port when taken).
+const devSinkAddr = "127.0.0.1:8090"
+
+type runOptions struct{ dev bool }
+
+func newRunCommand(a *app) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the agent: accept events over HTTP, store them, upload them in batches",
+		Long: `Run the agent. It listens on ingest.listen (default 127.0.0.1:8089) and speaks Segment's
+HTTP tracking API (POST /v1/batch, /v1/track, /v1/identify, ...), so an existing Segment SDK
+only needs its host pointed here. Every accepted event is on disk (data_dir) before the answer;
+one worker uploads batches to upload.endpoint, with retries and dead letters.
+
+Admin and health: GET /v1/status, POST /v1/flush, /v1/dead..., GET /healthz, /readyz, /metrics.
+
+Stopping: the first SIGTERM or SIGINT stops intake (503), cuts retry waits short and makes one
+last upload pass bounded by shutdown.timeout (default 25s), then exits 0; what is not uploaded
+stays on disk and goes first at the next start. A second signal exits at once (the store is
+still closed cleanly). Give your supervisor a stop timeout above shutdown.timeout (systemd
+TimeoutStopSec, Kubernetes terminationGracePeriodSeconds).
+
+--dev also starts a local collector (like 'outbox sink') on 127.0.0.1:8090, or a free port, that
+prints a line per batch, and points upload.endpoint at it: events flow with no account.
+
+Exit codes: 0 after a clean stop; 1 when the data directory is in use or corrupt (the message
+names 'outbox recover') or serving fails; 2 for a configuration error.`,
+		Example: `  outbox run --dev
+  outbox run --config /etc/outbox/outbox.yaml
+  OUTBOX_UPLOAD_WRITE_KEY=... outbox run --data-dir /var/lib/outbox --listen 127.0.0.1:8089`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(a, cmd) },
+	}
+	cmd.Flags().BoolVar(&o.dev, "dev", false, "also run a local collector that prints batches, and upload to it")
+	return cmd
+}
+
+func (o *runOptions) run(a *app, cmd *cobra.Command) error {
+	lc, err := a.load(cmd)
+	if err != nil {
+		return err
+	}
+	cfg := lc.Config
+	log := a.logger(&cfg)
+	sigs := a.watchSignals()
+	defer sigs.Stop()
+
+	if o.dev {
+		s, err := startDevSink(cmd.OutOrStdout())
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		cfg.Upload.Endpoint = s.URL() + "/v1/batch"
+		if lc.Sources["batch.interval"].Kind == "default" {
+			cfg.Batch.Interval = time.Second // see events arrive quickly
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "dev: local collector on %s; uploads go there (batch.interval %s)\n", s.URL(), cfg.Batch.Interval)
+	}
+
+	ucfg := cfg.uploaderConfig()
+	if err := ucfg.Validate(); err != nil {
+		return usageErrorf("configuration: %w", err)
+	}
+	acfg := cfg.agentConfig(log)
+	if err := acfg.Validate(); err != nil {
+		return usageErrorf("configuration: %w", err)
+	}
+	metrics, err := agent.NewMetrics(nil)
+	if err != nil {
+		return err
+	}
+	client, err := uploader.Open(ucfg, uploader.WithLogger(log), uploader.WithHooks(metrics.Hooks()))
+	if err != nil {
+		if errors.Is(err, uploader.ErrInvalidConfig) {
+			return usageErrorf("configuration: %w", err)
+		}
+		return storeError(err)
+	}
+	ag, err := agent.New(acfg, client, metrics)
+	if err != nil {
+		closeQuick(client)
+		return usageErrorf("configuration: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Ingest.Listen)
+	if err != nil {
+		closeQuick(client)
+		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Ingest.Listen, err)
+	}
+	log.Info("outbox agent ready", "listen", ln.Addr().String(), "data_dir", cfg.DataDir,
+		"endpoint", redactURL(cfg.Upload.Endpoint), "shutdown_timeout", cfg.Shutdown.Timeout.String())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
+	select {
+	case err := <-serveErr:
+		// Serving failed on its own; stop what remains, bounded as on a signal.
+		_ = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
+		return err
+	case sig := <-sigs.C:
+		log.Info("signal received: stopping intake, last upload pass", "signal", sig.String(), "timeout", cfg.Shutdown.Timeout.String())
+	case <-cmd.Context().Done():
+		log.Info("stopping: last upload pass", "timeout", cfg.Shutdown.Timeout.String())
+	}
+	err = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
+	left := client.Stats().Queue.Events
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		log.Info("outbox agent stopped", "events_left", left)
+		return nil
+	}
+	return fmt.Errorf("shutdown: %w (%d events stay queued on disk and go first at the next start)", err, left)
+}
+
+// closeQuick releases the data directory after a failed start.
+func closeQuick(c *uploader.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.Close(ctx)
+}
+
+// startDevSink starts the --dev collector, printing one line per request to out.
+func startDevSink(out io.Writer) (*sink.Server, error) {
+	opts := sink.Options{Logger: slog.New(slog.NewTextHandler(out, nil)).With("component", "dev_sink")}
+	s, err := sink.Start(devSinkAddr, opts)
+	if err != nil {
+		s, err = sink.Start("127.0.0.1:0", opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--dev: cannot start the local collector: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// agentStatus is the shape of GET /v1/status (SPEC section 7). Times are RFC 3339 strings,
+// empty when not known.
+type agentStatus struct {
+	Queue struct {
+		Events           int64   `json:"events"`
+		Bytes            int64   `json:"bytes"`
+		OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+	} `json:"queue"`
+	Dead struct {
+		Batches int64 `json:"batches"`
+		Events  int64 `json:"events"`
+		Bytes   int64 `json:"bytes"`
+	} `json:"dead"`
+	Upload struct {
+		LastAttempt  string `json:"last_attempt"`
+		LastSuccess  string `json:"last_success"`
+		LastResult   string `json:"last_result"`
+		FailingSince string `json:"failing_since"`
+	} `json:"upload"`
+	Retry struct {
+		Path         string `json:"path"`
+		Attempt      int    `json:"attempt"`
+		WaitingUntil string `json:"waiting_until"`
+	} `json:"retry"`
+	Store struct {
+		FileBytes int64  `json:"file_bytes"`
+		Sync      string `json:"sync"`
+	} `json:"store"`
+	Version string `json:"version"`
+}
+
+type statusOptions struct {
+	agent string
+	json  bool
+}
+
+func newStatusCommand(a *app) *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show a running agent's queue, dead letters, uploads and retry state",
+		Long: `Ask a running agent for its status (GET /v1/status) and print it as a table:
+  queue         events waiting, their bytes, the age of the oldest
+  dead letters  batches the collector refused for good or that ran out of retry budget
+  last upload   the last attempt and its result, the last success, and since when uploads fail
+  retry         what the worker waits for ("waiting for Retry-After until 12:03:04")
+  store         size of the queue file on disk and the fsync policy
+--json prints the agent's JSON unchanged, for scripts.`,
+		Example: `  outbox status
+  outbox status --json | jq .queue.events
+  outbox status --agent http://127.0.0.1:9000`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(a, cmd) },
+	}
+	addAgentFlag(cmd, &o.agent)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the status as JSON")
+	return cmd
+}
+
+func (o *statusOptions) run(a *app, cmd *cobra.Command) error {
+	c, _, err := a.newAgentClient(cmd, o.agent)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := c.do(ctx, "GET", "/v1/status", nil, &raw); err != nil {
+		return err
+	}
+	if o.json {
+		var buf bytes.Buffer
+		if json.Indent(&buf, raw, "", "  ") != nil {
+			buf.Reset()
+			buf.Write(raw)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), strings.TrimSpace(buf.String()))
+		return nil
+	}
+	var st agentStatus
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("the agent's status is not the expected JSON (%w); try --json", err)
+	}
+	return printStatus(cmd.OutOrStdout(), &st, c.base)
+}
+
+// printStatus renders st as the readable table of `outbox status`.
+func printStatus(w io.Writer, st *agentStatus, base string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("agent", fmt.Sprintf("%s (version %s)", base, orDash(st.Version)))
+
+	q := fmt.Sprintf("%d events, %s", st.Queue.Events, humanBytes(st.Queue.Bytes))
+	if st.Queue.Events > 0 {
+		q += fmt.Sprintf(", oldest %s old", (time.Duration(st.Queue.OldestAgeSeconds * float64(time.Second))).Round(time.Second))
+	}
+	row("queue", q)
+
+	d := fmt.Sprintf("%d batches, %d events, %s", st.Dead.Batches, st.Dead.Events, humanBytes(st.Dead.Bytes))
+	if st.Dead.Batches > 0 {
+		d += " (see 'outbox dead list')"
+	}
+	row("dead letters", d)
+
+	last := "none yet"
+	if st.Upload.LastAttempt != "" {
+		last = clock(st.Upload.LastAttempt)
+		if st.Upload.LastResult != "" {
+			last += " → " + st.Upload.LastResult
+		}
+	}
+	row("last upload", last)
+	row("last success", orDash(clock(st.Upload.LastSuccess)))
+	if st.Upload.FailingSince != "" {
+		row("failing since", clock(st.Upload.FailingSince))
+	}
+	row("retry", retryLine(st))
+	row("store", fmt.Sprintf("%s on disk, sync %s", humanBytes(st.Store.FileBytes), orDash(st.Store.Sync)))
+	return tw.Flush()
+}
+
+// retryLine describes the worker's retry state in words.
+func retryLine(st *agentStatus) string {
+	until := clock(st.Retry.WaitingUntil)
+	switch st.Retry.Path {
+	case "rate_limit":
+		s := "waiting for Retry-After"
+		if until != "" {
+			s += " until " + until
+		}
+		return s + fmt.Sprintf(" (attempt %d)", st.Retry.Attempt)
+	case "backoff":
+		s := "backing off after a failure"
+		if until != "" {
+			s += ", next attempt at " + until
+		}
+		return s + fmt.Sprintf(" (attempt %d)", st.Retry.Attempt)
+	}
+	return "not waiting"
+}
+
+// clock shows an RFC 3339 time as local wall-clock time ("12:03:04", with the date when it is
+// not today); "" stays "".
+func clock(s string) string {
+	if s == "" {
+		return ""
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	t = t.Local()
+	if y, m, d := t.Date(); y == time.Now().Year() && m == time.Now().Month() && d == time.Now().Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// humanBytes prints n in binary units ("1.5 MiB").
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
