@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+)
+
+// Defaults applied by Config for zero values.
+const (
+	// DefaultListen is ingest.listen when unset: loopback only.
+	DefaultListen = "127.0.0.1:8089"
+	// DefaultMaxRequestBytes is limits.max_request_bytes when unset (Segment's limit).
+	DefaultMaxRequestBytes int64 = 512000
+	// DefaultMaxEventBytes is limits.max_event_bytes when unset (Segment's limit).
+	DefaultMaxEventBytes = 32768
+	// DefaultShutdownTimeout is shutdown.timeout when unset.
+	DefaultShutdownTimeout = 25 * time.Second
+)
+
+// Config configures an Agent. Each field maps to one configuration key; the zero value of
+// every field is usable and means the documented default.
+type Config struct {
+	// Listen is ingest.listen, the host:port the HTTP server binds. "" → DefaultListen.
+	Listen string
+	// WriteKeys is ingest.write_keys. When non-empty, ingest and admin requests must carry
+	// one of them as the Basic auth username (what Segment SDKs send). nil → no write-key auth.
+	WriteKeys []string
+	// Token is ingest.token. When set, "Authorization: Bearer <Token>" is accepted on
+	// ingest and admin routes. "" → no token auth.
+	Token string
+	// AllowUnauthenticated is ingest.allow_unauthenticated: permit a non-loopback Listen
+	// with neither WriteKeys nor Token. false → such a Config is refused by Validate.
+	AllowUnauthenticated bool
+	// MaxRequestBytes is limits.max_request_bytes: the largest request body, measured after
+	// decompression. 0 → DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+	// MaxEventBytes is limits.max_event_bytes: the largest single event. 0 → DefaultMaxEventBytes.
+	MaxEventBytes int
+	// ShutdownTimeout is shutdown.timeout: the bound Serve gives Shutdown when its context
+	// ends. 0 → DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Logger receives request and lifecycle logs (never secrets). nil → discard.
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of c with zero values replaced by the defaults.
+func (c Config) withDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxEventBytes == 0 {
+		c.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c.WriteKeys = append([]string(nil), c.WriteKeys...)
+	return c
+}
+
+// Validate reports the first invalid field, naming its configuration key. Zero values are
+// valid (they mean the defaults). A non-loopback Listen with neither WriteKeys nor Token is
+// refused unless AllowUnauthenticated is set; the error wraps ErrUnauthenticated.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("ingest.listen %q: want host:port (for example 127.0.0.1:8089): %w", c.Listen, err)
+	}
+	for i, k := range c.WriteKeys {
+		if strings.TrimSpace(k) == "" {
+			return fmt.Errorf("ingest.write_keys[%d]: a write key must not be empty", i)
+		}
+	}
+	if c.MaxRequestBytes < 0 {
+		return fmt.Errorf("limits.max_request_bytes %d: must be positive", c.MaxRequestBytes)
+	}
+	if c.MaxEventBytes < 0 {
+		return fmt.Errorf("limits.max_event_bytes %d: must be positive", c.MaxEventBytes)
+	}
+	if c.ShutdownTimeout < 0 {
+		return fmt.Errorf("shutdown.timeout %s: must be positive", c.ShutdownTimeout)
+	}
+	if !c.hasAuth() && !c.AllowUnauthenticated && !isLoopback(host) {
+		return fmt.Errorf("%w: ingest.listen %q is not a loopback address and neither ingest.write_keys "+
+			"nor ingest.token is set; set one of them, listen on 127.0.0.1, or set "+
+			"ingest.allow_unauthenticated: true", ErrUnauthenticated, c.Listen)
+	}
+	return nil
+}
+
+// hasAuth reports whether any credential is configured.
+func (c Config) hasAuth() bool { return len(c.WriteKeys) > 0 || c.Token != "" }
+
+// isLoopback reports whether host names only the loopback interface. An empty host (":8089")
+// binds every interface and is not loopback; names other than "localhost" are not resolved
+// and count as non-loopback.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,158 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/queue"
+)
+
+// maxAdminBody bounds the JSON body of the dead-letter admin routes.
+const maxAdminBody = 1 << 20
+
+// DeadBatch is one dead-letter batch as the admin API shows it.
+type DeadBatch struct {
+	ID           string     `json:"id"`
+	At           time.Time  `json:"at"`     // when it was dead-lettered
+	Reason       string     `json:"reason"` // e.g. "rejected", "budget_spent"
+	ErrorClass   string     `json:"error_class,omitempty"`
+	Status       int        `json:"status,omitempty"` // last HTTP status
+	Attempts     int        `json:"attempts"`
+	FirstAttempt *time.Time `json:"first_attempt,omitempty"`
+	LastAttempt  *time.Time `json:"last_attempt,omitempty"`
+	Response     string     `json:"response,omitempty"` // snippet of the collector's answer
+	Events       int        `json:"events"`
+	Bytes        int64      `json:"bytes"`
+	// Batch holds the events themselves; only GET /v1/dead/{id} fills it.
+	Batch []json.RawMessage `json:"batch,omitempty"`
+}
+
+// DeadList is the answer of GET /v1/dead, oldest batch first.
+type DeadList struct {
+	Batches []DeadBatch `json:"batches"`
+}
+
+// DeadRequest is the body of POST /v1/dead/replay and /v1/dead/purge: the batch ids, or All.
+// Replay with neither replays every batch; purge requires one of them.
+type DeadRequest struct {
+	IDs []string `json:"ids,omitempty"`
+	All bool     `json:"all,omitempty"`
+}
+
+// DeadReplayResult is the answer of POST /v1/dead/replay.
+type DeadReplayResult struct {
+	Events int `json:"events"` // events moved back to the queue
+}
+
+// DeadPurgeResult is the answer of POST /v1/dead/purge.
+type DeadPurgeResult struct {
+	Batches int `json:"batches"` // batches deleted
+}
+
+func deadBatch(d queue.DeadBatch) DeadBatch {
+	out := DeadBatch{
+		ID: d.ID, At: d.At.UTC(), Reason: d.Info.Reason, ErrorClass: d.Info.ErrorClass,
+		Status: d.Info.Status, Attempts: d.Info.Attempts,
+		FirstAttempt: optTime(d.Info.FirstAttempt), LastAttempt: optTime(d.Info.LastAttempt),
+		Response: string(d.Info.Body), Events: d.Count, Bytes: d.Bytes,
+	}
+	for _, ev := range d.Events {
+		out.Batch = append(out.Batch, json.RawMessage(ev))
+	}
+	return out
+}
+
+// handleDeadList serves GET /v1/dead.
+func (a *Agent) handleDeadList(w http.ResponseWriter, _ *http.Request) {
+	list, err := a.client.Queue().DeadList()
+	if err != nil {
+		a.adminFailed(w, err)
+		return
+	}
+	out := DeadList{Batches: make([]DeadBatch, 0, len(list))}
+	for _, d := range list {
+		out.Batches = append(out.Batches, deadBatch(d))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleDeadGet serves GET /v1/dead/{id}.
+func (a *Agent) handleDeadGet(w http.ResponseWriter, r *http.Request) {
+	d, err := a.client.Queue().DeadGet(r.PathValue("id"))
+	if err != nil {
+		a.adminFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deadBatch(d))
+}
+
+// handleDeadReplay serves POST /v1/dead/replay.
+func (a *Agent) handleDeadReplay(w http.ResponseWriter, r *http.Request) {
+	dr, ok := readDeadRequest(w, r)
+	if !ok {
+		return
+	}
+	n, err := a.client.Queue().DeadReplay(r.Context(), dr.IDs...)
+	if err != nil {
+		a.adminFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, DeadReplayResult{Events: n})
+}
+
+// handleDeadPurge serves POST /v1/dead/purge; it needs ids or "all":true.
+func (a *Agent) handleDeadPurge(w http.ResponseWriter, r *http.Request) {
+	dr, ok := readDeadRequest(w, r)
+	if !ok {
+		return
+	}
+	if len(dr.IDs) == 0 && !dr.All {
+		writeError(w, http.StatusBadRequest, `purge needs batch ids ({"ids":[...]}) or {"all":true}`)
+		return
+	}
+	n, err := a.client.Queue().DeadPurge(r.Context(), dr.IDs...)
+	if err != nil {
+		a.adminFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, DeadPurgeResult{Batches: n})
+}
+
+// readDeadRequest decodes an optional DeadRequest body; ids and all together are refused.
+func readDeadRequest(w http.ResponseWriter, r *http.Request) (DeadRequest, bool) {
+	var dr DeadRequest
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAdminBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+		return dr, false
+	}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &dr); err != nil {
+			writeError(w, http.StatusBadRequest, `want {"ids":["<id>",...]} or {"all":true}: `+err.Error())
+			return dr, false
+		}
+	}
+	if dr.All && len(dr.IDs) > 0 {
+		writeError(w, http.StatusBadRequest, `give either "ids" or "all", not both`)
+		return dr, false
+	}
+	return dr, true
+}
+
+// adminFailed answers a failed dead-letter operation.
+func (a *Agent) adminFailed(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, queue.ErrFull):
+		writeUnavailable(w, "the dead batches do not fit in the queue (queue.max_bytes); let it drain first")
+	case errors.Is(err, queue.ErrClosed):
+		writeUnavailable(w, "outbox is shutting down")
+	default:
+		a.log.Error("dead-letter operation failed", "err", err)
+		writeUnavailable(w, "dead-letter operation failed: "+err.Error())
+	}
+}

@@ -1,0 +1,40 @@
+// Package agent is the daemon's HTTP surface: a Segment-compatible ingest API in front of
+// one uploader.Client, the admin API that `outbox status|flush|dead` talk to, health probes
+// and Prometheus metrics.
+//
+// # Routes
+//
+//	POST /v1/batch, /v1/import          Segment batch {"batch":[...],"context"?,"integrations"?}
+//	POST /v1/track|identify|page|...    one event; its type comes from the path
+//	GET  /v1/status                     Status as JSON
+//	POST /v1/flush[?wait=30s]           upload now; with wait, answer when done (FlushResult)
+//	GET  /v1/dead, /v1/dead/{id}        dead-letter batches
+//	POST /v1/dead/replay, /v1/dead/purge  {"ids":[...]} or {"all":true}
+//	GET  /healthz, /readyz, /metrics    open: probes and scrapers
+//
+// Every route except the last three requires a credential when one is configured: one of
+// Config.WriteKeys as the Basic auth username (what Segment SDKs send) or Config.Token as
+// "Authorization: Bearer". Credentials are compared in constant time and never logged.
+//
+// # Intake contract
+//
+// An ingest request is answered 200 {"success":true} only after uploader.EnqueueNormalized
+// returned, that is after its events are committed (and fsynced with queue.sync: always).
+// Before that:
+//
+//	body over limits.max_request_bytes  → 413 (measured after gzip decompression, read with
+//	                                       a bound on both the raw and the decompressed
+//	                                       stream, so a gzip bomb costs at most the limit)
+//	bad JSON or a bad event             → 400 {"error":"...","index":N}; nothing is stored
+//	queue full (reject), store failing,
+//	or shutdown begun                   → 503 with Retry-After: 1
+//	missing or wrong credential         → 401
+//
+// # Lifecycle
+//
+// Build order: NewMetrics, then uploader.Open with WithHooks(metrics.Hooks()), then New.
+// Shutdown stops intake first (ingest 503, /readyz 503), lets in-flight ingest requests
+// finish, closes the client (its last bounded upload pass) and finally stops the HTTP server;
+// /v1/status and /metrics answer until then. /readyz is about intake only: a collector outage
+// does not make the agent unready, since buffering through it is the agent's job.
+package agent

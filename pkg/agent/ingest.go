@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/outboxhq/outbox/pkg/event"
+	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+// handleBatch serves POST /v1/batch and /v1/import: a Segment batch body, all-or-nothing.
+func (a *Agent) handleBatch(w http.ResponseWriter, r *http.Request) {
+	a.ingest(w, r, func(body []byte) ([][]byte, error) {
+		return event.ParseBatch(body, a.evOpts)
+	})
+}
+
+// handleSingle serves POST /v1/<typ>: one event whose type is set by the route.
+func (a *Agent) handleSingle(typ string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		a.ingest(w, r, func(body []byte) ([][]byte, error) {
+			ev, err := event.Normalize(body, typ, a.evOpts)
+			if err != nil {
+				return nil, err
+			}
+			return [][]byte{ev}, nil
+		})
+	}
+}
+
+// ingest runs one ingest request: admit (503 once shutting down), read the body under the
+// limits (413), parse (400 with the index of the bad event; nothing is stored), enqueue
+// durably, and only then answer 200 {"success":true}.
+func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte) ([][]byte, error)) {
+	done, ok := a.enter()
+	if !ok {
+		writeUnavailable(w, "outbox is shutting down; retry against the restarted agent")
+		return
+	}
+	defer done()
+
+	body, err := a.body.read(w, r)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge,
+			"request body exceeds limits.max_request_bytes after decompression; send smaller batches")
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+
+	events, err := parse(body)
+	if err != nil {
+		var ee *event.Error
+		if errors.As(err, &ee) && ee.Index >= 0 {
+			writeIndexError(w, ee.Error(), ee.Index)
+			return
+		}
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if len(events) == 0 {
+		writeSuccess(w)
+		return
+	}
+
+	if err := a.client.EnqueueNormalized(r.Context(), events...); err != nil {
+		a.enqueueFailed(w, r, err)
+		return
+	}
+	a.health.ok()
+	a.full.clear()
+	writeSuccess(w)
+}
+
+// enqueueFailed answers a failed EnqueueNormalized with 503 + Retry-After and records store
+// failures for /readyz.
+func (a *Agent) enqueueFailed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, queue.ErrFull):
+		a.full.set(a.client.Stats().Queue.Bytes)
+		writeUnavailable(w, "queue is full (queue.max_bytes reached); retry later")
+	case errors.Is(err, uploader.ErrClosed):
+		writeUnavailable(w, "outbox is shutting down; retry against the restarted agent")
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		if r.Context().Err() != nil {
+			// The client went away; nothing was acknowledged.
+			writeUnavailable(w, "request cancelled before the events were stored")
+			return
+		}
+		a.storeFailed(w, err)
+	default:
+		a.storeFailed(w, err)
+	}
+}
+
+// storeFailed reports a persistence failure: logged, remembered for /readyz, answered 503.
+func (a *Agent) storeFailed(w http.ResponseWriter, err error) {
+	a.health.failed(err)
+	a.log.Error("ingest could not persist events", "err", err)
+	writeUnavailable(w, "events could not be stored (store failing); retry later")
+}

@@ -1,0 +1,239 @@
+package agent_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/outboxhq/outbox/pkg/agent"
+)
+
+func TestIngest_EventsArriveAtSinkIntactWithMessageID(t *testing.T) {
+	cases := []struct {
+		name     string
+		path     string
+		body     string
+		gzip     bool
+		wantType []string
+	}{
+		{"single track, plain", "/v1/track",
+			`{"userId":"u1","event":"Signed Up","properties":{"plan":"pro","seats":3},"custom":{"a":[1,2.5,null]}}`,
+			false, []string{"track"}},
+		{"single identify, gzip", "/v1/identify",
+			`{"userId":"u1","traits":{"email":"a@example.com"},"custom":{"a":[1,2.5,null]}}`,
+			true, []string{"identify"}},
+		{"batch, plain", "/v1/batch",
+			`{"writeKey":"ignored","sentAt":"2024-01-01T00:00:00Z","batch":[` +
+				`{"type":"track","userId":"u1","event":"A","custom":{"a":[1,2.5,null]}},` +
+				`{"type":"page","anonymousId":"anon","name":"Home","custom":{"a":[1,2.5,null]}}]}`,
+			false, []string{"track", "page"}},
+		{"batch, gzip", "/v1/batch",
+			`{"batch":[{"type":"group","userId":"u1","groupId":"g1","custom":{"a":[1,2.5,null]}},` +
+				`{"type":"alias","userId":"u2","previousId":"u1","custom":{"a":[1,2.5,null]}}]}`,
+			true, []string{"group", "alias"}},
+		{"import is a batch", "/v1/import",
+			`{"batch":[{"type":"screen","userId":"u1","name":"Main","custom":{"a":[1,2.5,null]}}]}`,
+			false, []string{"screen"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, setup{})
+			r := h.do(req{path: tc.path, body: []byte(tc.body), gzip: tc.gzip})
+			if r.code != http.StatusOK || strings.TrimSpace(string(r.body)) != `{"success":true}` {
+				t.Fatalf("answer = %d %s, want 200 {\"success\":true}", r.code, r.body)
+			}
+			if got := h.stored(); got != int64(len(tc.wantType)) {
+				t.Fatalf("stored %d events before flush, want %d (durable on 200)", got, len(tc.wantType))
+			}
+			if fr := h.flush(); !fr.Done {
+				t.Fatalf("flush not done: %+v", fr)
+			}
+			evs := h.sinkEvents()
+			if len(evs) != len(tc.wantType) {
+				t.Fatalf("sink got %d events, want %d", len(evs), len(tc.wantType))
+			}
+			for i, ev := range evs {
+				if ev["type"] != tc.wantType[i] {
+					t.Errorf("event %d type = %v, want %s", i, ev["type"], tc.wantType[i])
+				}
+				if id, _ := ev["messageId"].(string); id == "" {
+					t.Errorf("event %d has no messageId: %v", i, ev)
+				}
+				if got := fmt.Sprint(ev["custom"]); got != "map[a:[1 2.5 <nil>]]" {
+					t.Errorf("event %d unknown field custom = %s, want it kept", i, got)
+				}
+				if _, ok := ev["writeKey"]; ok {
+					t.Errorf("event %d carries the batch's writeKey", i)
+				}
+			}
+		})
+	}
+}
+
+func TestIngest_BatchContextMergedIntoEvents(t *testing.T) {
+	h := start(t, setup{})
+	r := h.post("/v1/batch", `{"context":{"ip":"1.2.3.4","locale":"en"},"batch":[`+
+		`{"type":"track","userId":"u","event":"E","context":{"locale":"fr"}}]}`)
+	if r.code != http.StatusOK {
+		t.Fatalf("answer = %d %s", r.code, r.body)
+	}
+	h.flush()
+	evs := h.sinkEvents()
+	if len(evs) != 1 {
+		t.Fatalf("sink got %d events, want 1", len(evs))
+	}
+	ctx, _ := evs[0]["context"].(map[string]any)
+	if ctx["ip"] != "1.2.3.4" || ctx["locale"] != "fr" {
+		t.Fatalf("context = %v, want ip from the batch and the event's own locale", ctx)
+	}
+}
+
+func TestIngest_Auth(t *testing.T) {
+	cfg := agent.Config{WriteKeys: []string{"wk-one", "wk-two"}, Token: "tok-secret"}
+	cases := []struct {
+		name     string
+		writeKey string
+		header   map[string]string
+		want     int
+	}{
+		{"no credential is refused", "", nil, http.StatusUnauthorized},
+		{"wrong write key is refused", "wk-wrong", nil, http.StatusUnauthorized},
+		{"write key prefix is refused", "wk-on", nil, http.StatusUnauthorized},
+		{"wrong bearer token is refused", "", map[string]string{"Authorization": "Bearer nope"}, http.StatusUnauthorized},
+		{"first write key is accepted", "wk-one", nil, http.StatusOK},
+		{"second write key is accepted", "wk-two", nil, http.StatusOK},
+		{"bearer token is accepted", "", map[string]string{"Authorization": "Bearer tok-secret"}, http.StatusOK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, setup{agent: cfg})
+			r := h.do(req{path: "/v1/track", body: []byte(`{"userId":"u","event":"E"}`),
+				writeKey: tc.writeKey, header: tc.header})
+			if r.code != tc.want {
+				t.Fatalf("answer = %d %s, want %d", r.code, r.body, tc.want)
+			}
+			wantStored := int64(0)
+			if tc.want == http.StatusOK {
+				wantStored = 1
+			}
+			if got := h.stored(); got != wantStored {
+				t.Fatalf("stored %d events, want %d", got, wantStored)
+			}
+			if bytes.Contains(r.body, []byte("wk-")) || bytes.Contains(r.body, []byte("tok-")) {
+				t.Fatalf("answer leaks a secret: %s", r.body)
+			}
+		})
+	}
+}
+
+func TestIngest_AuthGuardsAdminButNotProbes(t *testing.T) {
+	h := start(t, setup{agent: agent.Config{WriteKeys: []string{"wk"}}})
+	for _, path := range []string{"/v1/status", "/v1/dead"} {
+		if r := h.get(path); r.code != http.StatusUnauthorized {
+			t.Errorf("GET %s without a key = %d, want 401", path, r.code)
+		}
+		if r := h.do(req{method: http.MethodGet, path: path, writeKey: "wk"}); r.code != http.StatusOK {
+			t.Errorf("GET %s with the key = %d %s, want 200", path, r.code, r.body)
+		}
+	}
+	if r := h.post("/v1/flush", ""); r.code != http.StatusUnauthorized {
+		t.Errorf("POST /v1/flush without a key = %d, want 401", r.code)
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		if r := h.get(path); r.code != http.StatusOK {
+			t.Errorf("GET %s without a key = %d, want 200 (open for probes)", path, r.code)
+		}
+	}
+}
+
+func TestIngest_BadRequestStoresNothing(t *testing.T) {
+	big := `{"type":"track","userId":"u","event":"E","properties":{"pad":"` + strings.Repeat("x", 2000) + `"}}`
+	ok := `{"type":"track","userId":"u","event":"E"}`
+	cases := []struct {
+		name      string
+		path      string
+		body      string
+		header    map[string]string
+		wantIndex int // -1: no index in the answer
+	}{
+		{"malformed JSON has no index", "/v1/batch", `{"batch":[`, nil, -1},
+		{"event over max_event_bytes names its index", "/v1/batch", `{"batch":[` + ok + `,` + ok + `,` + big + `]}`, nil, 2},
+		{"event without userId names its index", "/v1/batch", `{"batch":[` + ok + `,{"type":"track","event":"E"}]}`, nil, 1},
+		{"bad timestamp names its index", "/v1/batch", `{"batch":[{"type":"track","userId":"u","event":"E","timestamp":"yesterday"}]}`, nil, 0},
+		{"track without event is refused", "/v1/track", `{"userId":"u"}`, nil, 0},
+		{"oversized single event is refused", "/v1/track", big, nil, 0},
+		{"unknown content encoding is refused", "/v1/track", ok, map[string]string{"Content-Encoding": "br"}, -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, setup{agent: agent.Config{MaxEventBytes: 1024}})
+			r := h.do(req{path: tc.path, body: []byte(tc.body), header: tc.header})
+			if r.code != http.StatusBadRequest {
+				t.Fatalf("answer = %d %s, want 400", r.code, r.body)
+			}
+			var eb struct {
+				Error string `json:"error"`
+				Index *int   `json:"index"`
+			}
+			r.json(t, &eb)
+			if eb.Error == "" {
+				t.Errorf("answer has no error message: %s", r.body)
+			}
+			switch {
+			case tc.wantIndex < 0 && eb.Index != nil:
+				t.Errorf("index = %d, want none", *eb.Index)
+			case tc.wantIndex >= 0 && (eb.Index == nil || *eb.Index != tc.wantIndex):
+				t.Errorf("answer %s, want index %d", r.body, tc.wantIndex)
+			}
+			if got := h.stored(); got != 0 {
+				t.Fatalf("stored %d events, want none", got)
+			}
+		})
+	}
+}
+
+func TestIngest_BodyOverLimitIs413(t *testing.T) {
+	const limit = 64 << 10
+	event := `{"type":"track","userId":"u","event":"E","properties":{"pad":"` + strings.Repeat("y", 900) + `"}}`
+	var sb strings.Builder
+	sb.WriteString(`{"batch":[`)
+	for i := 0; sb.Len() < limit+1000; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(event)
+	}
+	sb.WriteString(`]}`)
+	oversized := sb.String()
+	// A gzip bomb: 8 MiB of zeros inside a batch, a few tens of KB on the wire.
+	bomb := `{"batch":[{"type":"track","userId":"u","event":"` + strings.Repeat("0", 8<<20) + `"}]}`
+
+	cases := []struct {
+		name string
+		body string
+		gzip bool
+	}{
+		{"plain body over the limit", oversized, false},
+		{"gzip body over the limit once decompressed", oversized, true},
+		{"gzip bomb", bomb, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, setup{agent: agent.Config{MaxRequestBytes: limit}})
+			r := h.do(req{path: "/v1/batch", body: []byte(tc.body), gzip: tc.gzip})
+			if r.code != http.StatusRequestEntityTooLarge {
+				t.Fatalf("answer = %d %.200s, want 413", r.code, r.body)
+			}
+			var eb struct{ Error string }
+			r.json(t, &eb)
+			if eb.Error == "" {
+				t.Errorf("413 without an error message")
+			}
+			if got := h.stored(); got != 0 {
+				t.Fatalf("stored %d events, want none", got)
+			}
+		})
+	}
+}

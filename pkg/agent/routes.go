@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"net/http"
+)
+
+// singleTypes are the event types that have their own ingest route (/v1/<type>).
+var singleTypes = [...]string{"track", "identify", "page", "screen", "group", "alias"}
+
+// routes builds the agent's mux. Ingest and admin routes are behind auth; /healthz, /readyz
+// and /metrics stay open. Every route is counted in ingest_requests_total{route,code}.
+func (a *Agent) routes() http.Handler {
+	mux := http.NewServeMux()
+	guarded := func(pattern, route string, h http.HandlerFunc) {
+		mux.Handle(pattern, a.count(route, a.auth.wrap(h)))
+	}
+	open := func(pattern, route string, h http.Handler) {
+		mux.Handle(pattern, a.count(route, h))
+	}
+
+	guarded("POST /v1/batch", "/v1/batch", a.handleBatch)
+	guarded("POST /v1/import", "/v1/import", a.handleBatch)
+	for _, typ := range singleTypes {
+		route := "/v1/" + typ
+		guarded("POST "+route, route, a.handleSingle(typ))
+	}
+
+	guarded("GET /v1/status", "/v1/status", a.handleStatus)
+	guarded("POST /v1/flush", "/v1/flush", a.handleFlush)
+	guarded("GET /v1/dead", "/v1/dead", a.handleDeadList)
+	guarded("GET /v1/dead/{id}", "/v1/dead/{id}", a.handleDeadGet)
+	guarded("POST /v1/dead/replay", "/v1/dead/replay", a.handleDeadReplay)
+	guarded("POST /v1/dead/purge", "/v1/dead/purge", a.handleDeadPurge)
+
+	open("GET /healthz", "/healthz", http.HandlerFunc(a.handleHealthz))
+	open("GET /readyz", "/readyz", http.HandlerFunc(a.handleReadyz))
+	open("GET /metrics", "/metrics", a.metrics.Handler())
+
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}
+
+// count wraps h so that each request is counted by route and status code.
+func (a *Agent) count(route string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		a.metrics.observeIngest(route, rec.code)
+	})
+}
+
+// statusRecorder remembers the status code written through it.
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+// WriteHeader records code and passes it on.
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.code, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Write marks the header as written (200 unless set) and passes p on.
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController access to the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

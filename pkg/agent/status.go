@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/outboxhq/outbox/internal/version"
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+// Status is the JSON answer of GET /v1/status (SPEC section 7). Times are RFC 3339 and
+// absent when not known. cmd/outbox decodes it for `outbox status`.
+type Status struct {
+	Queue   QueueStatus  `json:"queue"`
+	Dead    DeadStatus   `json:"dead"`
+	Upload  UploadStatus `json:"upload"`
+	Retry   RetryStatus  `json:"retry"`
+	Store   StoreStatus  `json:"store"`
+	Version string       `json:"version"`
+}
+
+// QueueStatus describes the events waiting for upload.
+type QueueStatus struct {
+	Events           int64   `json:"events"`
+	Bytes            int64   `json:"bytes"`
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"` // 0 when the queue is empty
+}
+
+// DeadStatus describes the dead-letter bucket.
+type DeadStatus struct {
+	Batches int64 `json:"batches"`
+	Events  int64 `json:"events"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// UploadStatus describes the upload history of this process.
+type UploadStatus struct {
+	LastAttempt  *time.Time `json:"last_attempt,omitempty"`
+	LastSuccess  *time.Time `json:"last_success,omitempty"`
+	LastResult   string     `json:"last_result,omitempty"`   // HTTP status or network error class
+	FailingSince *time.Time `json:"failing_since,omitempty"` // first failure since the last success
+}
+
+// RetryStatus describes the retry state of the head batch.
+type RetryStatus struct {
+	Path         string     `json:"path"` // none | rate_limit | backoff
+	Attempt      int        `json:"attempt"`
+	WaitingUntil *time.Time `json:"waiting_until,omitempty"`
+}
+
+// StoreStatus describes the bbolt file.
+type StoreStatus struct {
+	FileBytes int64  `json:"file_bytes"`
+	Sync      string `json:"sync"` // always | none
+}
+
+// handleStatus serves GET /v1/status.
+func (a *Agent) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, statusFromStats(a.client.Stats()))
+}
+
+// optTime returns nil for a zero time, else the time in UTC truncated to milliseconds.
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Millisecond)
+	return &u
+}
+
+// statusFromStats maps the client's stats onto the SPEC 7 shape.
+func statusFromStats(s uploader.Stats) Status {
+	path := s.Retry.Path
+	if path == "" {
+		path = uploader.PathNone
+	}
+	return Status{
+		Queue: QueueStatus{Events: s.Queue.Events, Bytes: s.Queue.Bytes, OldestAgeSeconds: s.Queue.OldestAge.Seconds()},
+		Dead:  DeadStatus{Batches: s.Dead.Batches, Events: s.Dead.Events, Bytes: s.Dead.Bytes},
+		Upload: UploadStatus{
+			LastAttempt:  optTime(s.Upload.LastAttempt),
+			LastSuccess:  optTime(s.Upload.LastSuccess),
+			LastResult:   s.Upload.LastResult,
+			FailingSince: optTime(s.Upload.FailingSince),
+		},
+		Retry:   RetryStatus{Path: path, Attempt: s.Retry.Attempt, WaitingUntil: optTime(s.Retry.WaitingUntil)},
+		Store:   StoreStatus{FileBytes: s.Store.FileBytes, Sync: s.Store.Sync},
+		Version: version.Version,
+	}
+}
+
+// gaugesFromStats maps the client's stats onto the scrape-time gauges.
+func gaugesFromStats(s uploader.Stats) gaugeValues {
+	return gaugeValues{
+		queueEvents: float64(s.Queue.Events),
+		queueBytes:  float64(s.Queue.Bytes),
+		oldestAge:   s.Queue.OldestAge.Seconds(),
+		deadEvents:  float64(s.Dead.Events),
+		fileBytes:   float64(s.Store.FileBytes),
+		lastSuccess: s.Upload.LastSuccess,
+	}
+}
