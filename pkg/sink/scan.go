@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"fmt"
 )
 
@@ -149,13 +150,21 @@ func scanString(b []byte, i int) ([]byte, int, error) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, fmt.Errorf("%w: expected a string at offset %d", ErrBadBody, i)
 	}
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
+	for j := i + 1; j < len(b); {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			break
+		}
+		j += k
+		// The quote is escaped when an odd number of backslashes precede it.
+		bs := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
 			return b[i+1 : j], j + 1, nil
 		}
+		j++
 	}
 	return nil, i, fmt.Errorf("%w: unterminated string at offset %d", ErrBadBody, i)
 }
