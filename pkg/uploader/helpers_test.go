@@ -4,9 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/sink"
+	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
@@ -71,4 +77,104 @@ func waitCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// recorder collects hook calls.
+type recorder struct {
+	mu        sync.Mutex
+	attempts  []uploader.AttemptInfo
+	retries   []string
+	delivered []uploader.BatchInfo
+	dead      []deadCall
+	deadCh    chan deadCall
+}
+
+type deadCall struct {
+	info   uploader.BatchInfo
+	reason string
+}
+
+func newRecorder() *recorder { return &recorder{deadCh: make(chan deadCall, 64)} }
+
+func (r *recorder) hooks() uploader.Hooks {
+	return uploader.Hooks{
+		OnAttempt: func(a uploader.AttemptInfo) { r.mu.Lock(); r.attempts = append(r.attempts, a); r.mu.Unlock() },
+		OnRetry:   func(p string, _ time.Duration) { r.mu.Lock(); r.retries = append(r.retries, p); r.mu.Unlock() },
+		OnDelivered: func(b uploader.BatchInfo) {
+			r.mu.Lock()
+			r.delivered = append(r.delivered, b)
+			r.mu.Unlock()
+		},
+		OnDeadLetter: func(b uploader.BatchInfo, reason string) {
+			r.mu.Lock()
+			r.dead = append(r.dead, deadCall{b, reason})
+			r.mu.Unlock()
+			r.deadCh <- deadCall{b, reason}
+		},
+	}
+}
+
+// waitDead waits for the next dead letter.
+func (r *recorder) waitDead(t testing.TB) deadCall {
+	t.Helper()
+	select {
+	case d := <-r.deadCh:
+		return d
+	case <-time.After(10 * time.Second):
+		t.Fatal("no batch was dead-lettered")
+		return deadCall{}
+	}
+}
+
+func (r *recorder) retryPaths() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.retries...)
+}
+
+func (r *recorder) codes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, a := range r.attempts {
+		out = append(out, a.Code)
+	}
+	return out
+}
+
+// retryCounts renders the X-Retry-Count of each request the sink saw ("-" when absent).
+func retryCounts(reqs []sink.Request) []string {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		if n, ok := r.RetryCount(); ok {
+			out[i] = strconv.Itoa(n)
+		} else {
+			out[i] = "-"
+		}
+	}
+	return out
+}
+
+// closedPort returns a loopback URL on which nothing listens.
+func closedPort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return "http://" + addr + "/v1/batch"
+}
+
+// startScript starts a sink playing spec.
+func startScript(t testing.TB, spec string) *sink.Server { return sinktest.StartScript(t, spec) }
+
+// settle waits until the worker has finished with every queued batch (Flush returns nil), so
+// that hooks of the last attempt have run.
+func settle(t testing.TB, c *uploader.Client) {
+	t.Helper()
+	if err := c.Flush(waitCtx(t)); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
 }
