@@ -8,5 +8,5 @@ var ErrBadFaultSpec = errors.New("sink: bad fault spec")
 // ErrBadBody is wrapped by the body decoder when a request body is not a Segment batch.
 var ErrBadBody = errors.New("sink: bad batch body")
 
-// ErrClosed is returned by Start's Serve loop and waits once the sink is closed.
+// ErrClosed is returned by the Wait methods once the sink is closed.
 var ErrClosed = errors.New("sink: closed")

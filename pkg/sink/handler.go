@@ -105,12 +105,13 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 // newRecord starts the record of a request from its request line and headers.
 func (s *Server) newRecord(r *http.Request) *Request {
 	return &Request{
-		Time:   s.opts.Now(),
-		Method: r.Method,
-		Path:   r.URL.Path,
-		Query:  r.URL.RawQuery,
-		Header: r.Header.Clone(),
-		Gzip:   strings.EqualFold(r.Header.Get("Content-Encoding"), "gzip"),
+		Time:       s.opts.Now(),
+		Method:     r.Method,
+		Path:       r.URL.Path,
+		Query:      r.URL.RawQuery,
+		RemoteAddr: r.RemoteAddr,
+		Header:     r.Header.Clone(),
+		Gzip:       strings.EqualFold(r.Header.Get("Content-Encoding"), "gzip"),
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// Request is the record of one request the sink received (GET /stats excepted).
+// Request is the record of one request the sink received (GET /stats excepted). Copies handed
+// out share Header, Events and MessageIDs with the sink's record: treat them as read-only.
 type Request struct {
 	// Seq is the 1-based arrival order.
 	Seq int
@@ -17,6 +18,8 @@ type Request struct {
 	Time time.Time
 	// Method, Path and Query are the request line's (Query without '?').
 	Method, Path, Query string
+	// RemoteAddr is the client's address; equal values across requests show a reused connection.
+	RemoteAddr string
 	// Header is a copy of the request headers (Authorization included; it is never logged).
 	Header http.Header
 	// Gzip is true when the body came with Content-Encoding: gzip.
@@ -198,21 +201,18 @@ func (s *Server) Deliveries(messageID string) int {
 // WaitEvents blocks until at least n distinct events (Stats.Unique) were accepted, ctx ends
 // (its error is returned) or the sink closes (ErrClosed).
 func (s *Server) WaitEvents(ctx context.Context, n int) error {
-	return s.wait(ctx, func(st Stats) bool { return st.Unique >= int64(n) })
+	return s.Wait(ctx, func(st Stats) bool { return st.Unique >= int64(n) })
 }
 
 // WaitRequests blocks until at least n requests were recorded (including ones still pending in
 // a delay or hang), ctx ends or the sink closes.
 func (s *Server) WaitRequests(ctx context.Context, n int) error {
-	return s.wait(ctx, func(st Stats) bool { return st.Requests >= int64(n) })
+	return s.Wait(ctx, func(st Stats) bool { return st.Requests >= int64(n) })
 }
 
-// Wait blocks until cond holds for the counters, ctx ends or the sink closes.
+// Wait blocks until cond holds for the counters, ctx ends (its error is returned) or the sink
+// closes (ErrClosed). cond is called with the lock held: it must not call the Server.
 func (s *Server) Wait(ctx context.Context, cond func(Stats) bool) error {
-	return s.wait(ctx, cond)
-}
-
-func (s *Server) wait(ctx context.Context, cond func(Stats) bool) error {
 	for {
 		s.mu.Lock()
 		ok, ch := cond(s.stats), s.changed
