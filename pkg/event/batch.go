@@ -20,9 +20,9 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 	if start >= len(body) || body[start] != '{' {
 		return nil, &Error{Index: -1, Reason: `the body must be a JSON object {"batch":[…]}, got ` + describe(body[start:])}
 	}
-	arr, count, bad := in.parseBody(body, start)
+	arr, count, elem, bad := in.parseBody(body, start)
 	if bad != nil {
-		bad.Index = -1
+		bad.Index = elem
 		return nil, bad
 	}
 	if !arr.present() {
@@ -66,21 +66,22 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 // parseBody validates the body's top-level object, returns the span of its
 // batch array with a count of its elements, and reads the batch-level context
 // and integrations into in. The array's events are only delimited here;
-// they are validated one by one as they are normalised.
-func (in *intake) parseBody(body []byte, start int) (arr span, count int, bad *Error) {
+// they are validated one by one as they are normalised. elem is the index of
+// the event an error is about, -1 when it is about the body.
+func (in *intake) parseBody(body []byte, start int) (arr span, count, elem int, bad *Error) {
 	var keys keySet
 	it := newObjIter(body, start)
 	for {
 		m, ok, se := it.key()
 		if se != nil {
-			return arr, 0, badSyntax(se, "request body")
+			return arr, 0, -1, badSyntax(se, "request body")
 		}
 		if !ok {
 			break
 		}
 		k := m.key(body)
 		if keys.add(k) {
-			return arr, 0, badField(string(k), "duplicate key in the request body: send each top-level field once")
+			return arr, 0, -1, badField(string(k), "duplicate key in the request body: send each top-level field once")
 		}
 		v := m.valStart
 		var end int
@@ -88,17 +89,19 @@ func (in *intake) parseBody(body []byte, start int) (arr span, count int, bad *E
 		case "batch":
 			if v >= len(body) || body[v] != '[' {
 				if end, se = scanValue(body, v, 1); se == nil {
-					return arr, 0, badField("batch", "must be an array of events, got "+describe(body[v:]))
+					return arr, 0, -1, badField("batch", "must be an array of events, got "+describe(body[v:]))
 				}
 				break
 			}
-			if end, count, se = delimitArray(body, v); se == nil {
+			if end, count, elem, se = delimitArray(body, v); se == nil {
 				arr = span{v, end}
+			} else if elem >= 0 {
+				return arr, 0, elem, badSyntax(se, "request body")
 			}
 		case "context", "integrations":
 			var mo *mergeObj
 			if mo, end, bad = newMergeObj(body, v, string(k)); bad != nil {
-				return arr, 0, bad
+				return arr, 0, -1, bad
 			}
 			if string(k) == "context" {
 				in.ctx = mo
@@ -109,40 +112,56 @@ func (in *intake) parseBody(body []byte, start int) (arr span, count int, bad *E
 			end, se = scanValue(body, v, 1)
 		}
 		if se != nil {
-			return arr, 0, badSyntax(se, "request body")
+			return arr, 0, -1, badSyntax(se, "request body")
 		}
 		if se = it.value(end); se != nil {
-			return arr, 0, badSyntax(se, "request body")
+			return arr, 0, -1, badSyntax(se, "request body")
 		}
 	}
 	if j := skipSpace(body, it.end); j != len(body) {
-		return arr, 0, badSyntax(&syntaxError{j, "unexpected data after the body's object"}, "request body")
+		return arr, 0, -1, badSyntax(&syntaxError{j, "unexpected data after the body's object"}, "request body")
 	}
-	return arr, count, nil
+	return arr, count, -1, nil
 }
 
 // delimitArray finds the end of the array at b[start] by matching brackets
 // and skipping strings, without validating the rest, and counts its
-// elements (commas at its top level, plus one).
-func delimitArray(b []byte, start int) (end, count int, se *syntaxError) {
+// elements (commas at its top level, plus one). An error inside an element
+// gives that element's index in elem, else elem is -1.
+func delimitArray(b []byte, start int) (end, count, elem int, se *syntaxError) {
+	var objects [maxDepth/64 + 1]uint64 // bit d: the bracket open at depth d is '{'
 	depth := 0
+	fail := func(i int, msg string) (int, int, int, *syntaxError) {
+		if depth >= 2 {
+			return 0, 0, count, &syntaxError{i, msg}
+		}
+		return 0, 0, -1, &syntaxError{i, msg}
+	}
 	for i := start; i < len(b); i++ {
-		switch b[i] {
+		switch c := b[i]; c {
 		case '"':
 			e, _, se := scanString(b, i)
 			if se != nil {
-				return 0, 0, se
+				return fail(se.off, se.msg)
 			}
 			i = e - 1
 		case '{', '[':
 			depth++
 			if depth > maxDepth {
-				return 0, 0, &syntaxError{i, "nested too deeply"}
+				return fail(i, "nested too deeply")
+			}
+			if c == '{' {
+				objects[depth/64] |= 1 << (depth % 64)
+			} else {
+				objects[depth/64] &^= 1 << (depth % 64)
 			}
 		case '}', ']':
+			if isObj := objects[depth/64]&(1<<(depth%64)) != 0; isObj != (c == '}') {
+				return fail(i, "mismatched bracket")
+			}
 			depth--
 			if depth == 0 {
-				return i + 1, count + 1, nil
+				return i + 1, count + 1, -1, nil
 			}
 		case ',':
 			if depth == 1 {
@@ -150,7 +169,7 @@ func delimitArray(b []byte, start int) (end, count int, se *syntaxError) {
 			}
 		}
 	}
-	return 0, 0, &syntaxError{len(b), "unterminated array"}
+	return fail(len(b), "unterminated array")
 }
 
 // arena hands out the output buffers of one batch from shared chunks.
