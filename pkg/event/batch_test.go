@@ -3,8 +3,8 @@ package event_test
 import (
 	"bytes"
 	"errors"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
