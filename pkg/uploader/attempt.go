@@ -45,7 +45,14 @@ func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker) action 
 		return action{kind: actPause, err: err}
 	}
 	resp, snippet, took, sendErr := send(c.hc, req, &trace)
-	if c.runCtx.Err() != nil { // Close's deadline: not an outcome, the batch stays as it is
+	if c.runCtx.Err() != nil {
+		// Close's deadline cut the attempt: not an outcome, and no budget is spent. The
+		// request may have reached the collector, so the next start counts it as a retry.
+		st := bud.State()
+		st.Attempts++
+		if err := c.q.SaveRetry(b, toQueueState(st)); err != nil {
+			c.log.Warn("save retry state", "error", err)
+		}
 		return action{kind: actStop}
 	}
 	v := toVerdict(c.classify(resp, sendErr, c.now()), resp, sendErr)
