@@ -44,7 +44,8 @@
 //	item      = "seed=" N | response [ "x" COUNT ] *( ":" modifier )
 //	response  = STATUS (100-599) | "ok" (200) | "reset" | "reset-before-body"
 //	          | "reset-after-body" | "hang"
-//	modifier  = P "%"            a chance: played with probability P percent once the steps
+//	modifier  = "x" COUNT        repeat the step COUNT times (same as the suffix form)
+//	          | P "%"            a chance: played with probability P percent once the steps
 //	                             are used up (instead of being a step)
 //	          | "default"        the response after the steps (when no chance is drawn)
 //	          | "ra=" VALUE      Retry-After sent raw: "1", "0", "-1", "soon"…
@@ -54,7 +55,8 @@
 //	          | "loc=URL"        Location header; takes the rest of the item
 //	          | "body=TEXT"      response body; takes the rest of the item
 //
-// Items without "%" or "default" are steps, played in order; "xN" repeats a step N times.
+// Items without "%" or "default" are steps, played in order; "xN" repeats a step N times, as a
+// suffix of the response ("429x5:ra=1") or as a modifier ("429:ra=1:x5").
 // Probabilities must sum to at most 100%. Bodies and URLs cannot contain commas (use the Go
 // API for those). Examples:
 //

@@ -136,6 +136,12 @@ func parseModifier(mod string, it *item) error {
 			return fmt.Errorf("probability %q is not a percentage in [0,100]", mod)
 		}
 		it.chance = p / 100
+	case len(mod) > 1 && mod[0] == 'x' && isDigits(mod[1:]):
+		n, err := strconv.Atoi(mod[1:])
+		if err != nil || n < 1 {
+			return fmt.Errorf("repeat count %q must be at least 1", mod)
+		}
+		it.count = n
 	case strings.HasPrefix(mod, "ra="):
 		v := strings.TrimPrefix(mod, "ra=")
 		if d, ok := strings.CutPrefix(v, "date"); ok {
@@ -157,7 +163,16 @@ func parseModifier(mod string, it *item) error {
 		}
 		it.resp.Delay = d
 	default:
-		return fmt.Errorf("unknown modifier %q (want N%%, default, ra=, delay=, loc= or body=)", mod)
+		return fmt.Errorf("unknown modifier %q (want xN, N%%, default, ra=, delay=, loc= or body=)", mod)
 	}
 	return nil
+}
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -19,6 +19,8 @@ func TestParseFaults(t *testing.T) {
 		{"steps repeat with xN and keep their order", "503x2,429:ra=1,reset-after-body,200",
 			sink.Script{Steps: []sink.Response{{Status: 503}, {Status: 503}, {Status: 429, RetryAfter: "1"},
 				{Reset: sink.ResetAfterBody}, {Status: 200}}}},
+		{"xN also works as a modifier", "429:ra=1:x2",
+			sink.Script{Steps: []sink.Response{{Status: 429, RetryAfter: "1"}, {Status: 429, RetryAfter: "1"}}}},
 		{"percentages are chances with a seed", "503:20%,429:5%:ra=1,seed=7",
 			sink.Script{Seed: 7, Chances: []sink.Chance{{P: 0.2, Response: sink.Response{Status: 503}},
 				{P: 0.05, Response: sink.Response{Status: 429, RetryAfter: "1"}}}}},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -68,7 +69,11 @@ func Start(addr string, opts Options) (*Server, error) {
 	}
 	s.ln = ln
 	s.url = "http://" + ln.Addr().String()
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
+	}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.opts.Logger.Error("sink stopped serving", "err", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -234,3 +235,40 @@ func TestServer_DiscardEvents_KeepsCountersButNoBodies(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+func TestServer_Logger_WritesOneLinePerRequestWithoutSecrets(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil))
+	s := sinktest.Start(t, sink.Options{Logger: logger, WriteKey: "secret_key"})
+	auth := map[string]string{
+		"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("secret_key:")),
+		"X-Retry-Count": "2",
+	}
+	mustPost(t, s.URL()+"/v1/batch", body("a", "b"), auth)
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "path=/v1/batch") {
+			line = l
+		}
+	}
+	for _, want := range []string{"status=200", "outcome=accepted", "events=2", "retry_count=2"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log line %q lacks %s", line, want)
+		}
+	}
+	if strings.Contains(out, "secret_key") || strings.Contains(out, base64.StdEncoding.EncodeToString([]byte("secret_key:"))) {
+		t.Errorf("log reveals the write key: %s", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
