@@ -288,7 +288,8 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.closed, c.closeCtx = true, ctx
 	c.mu.Unlock()
-	close(c.stop)
+	close(c.stop) // cuts retry waits and pauses short
+	c.signal()    // cuts an interval wait short
 	stopCancel := context.AfterFunc(ctx, c.cancelRun)
 	defer stopCancel()
 	<-c.done
