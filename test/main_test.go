@@ -1,0 +1,230 @@
+package test_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// outboxBin is the binary built by TestMain.
+var outboxBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "outbox-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	outboxBin = filepath.Join(dir, "outbox")
+	build := exec.Command("go", "build", "-o", outboxBin, "github.com/outboxhq/outbox/cmd/outbox")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building outbox:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// environ is the subprocess environment: PATH and HOME plus the given OUTBOX_* variables only,
+// so that the developer's own OUTBOX_* settings cannot leak in.
+func environ(vars map[string]string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	return env
+}
+
+// proc is a running outbox subprocess.
+type proc struct {
+	cmd    *exec.Cmd
+	stdout *syncBuffer
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error // set when done is closed
+}
+
+// start runs outbox with args in dir (its working directory) and env.
+func start(t testing.TB, dir string, env map[string]string, args ...string) *proc {
+	t.Helper()
+	p := &proc{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(outboxBin, args...)
+	p.cmd.Dir = dir
+	p.cmd.Env = environ(env)
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("outbox %v stderr:\n%s", args, p.stderr.String())
+		}
+	})
+	return p
+}
+
+// wait waits for the process to exit, at most d, and returns its exit code (-1 when it was
+// killed by a signal) and how long the wait took.
+func (p *proc) wait(t testing.TB, d time.Duration) (int, time.Duration) {
+	t.Helper()
+	begin := time.Now()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		t.Fatalf("outbox did not exit within %s; stderr:\n%s", d, p.stderr.String())
+	}
+	took := time.Since(begin)
+	var ee *exec.ExitError
+	switch {
+	case p.err == nil:
+		return 0, took
+	case errors.As(p.err, &ee):
+		return ee.ExitCode(), took
+	}
+	t.Fatalf("waiting for outbox: %v", p.err)
+	return -1, took
+}
+
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// agent is an `outbox run` subprocess with its base URL.
+type agent struct {
+	*proc
+	url string
+}
+
+// agentEnv is the configuration of a test agent: data dir, a free listen address, the sink's
+// endpoint, a short batch interval and a 2 s shutdown timeout; extra overrides win.
+func agentEnv(dataDir, listen, endpoint string, extra map[string]string) map[string]string {
+	env := map[string]string{
+		"OUTBOX_DATA_DIR":           dataDir,
+		"OUTBOX_INGEST_LISTEN":      listen,
+		"OUTBOX_UPLOAD_ENDPOINT":    endpoint,
+		"OUTBOX_BATCH_INTERVAL":     "50ms",
+		"OUTBOX_SHUTDOWN_TIMEOUT":   "2s",
+		"OUTBOX_RETRY_BACKOFF_BASE": "20ms",
+		"OUTBOX_RETRY_BACKOFF_CAP":  "200ms",
+		"OUTBOX_LOG_LEVEL":          "debug",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// startAgent runs `outbox run` on dataDir against endpoint and waits until /healthz answers.
+func startAgent(t testing.TB, dataDir, endpoint string, extra map[string]string) *agent {
+	t.Helper()
+	listen := freeAddr(t)
+	p := start(t, t.TempDir(), agentEnv(dataDir, listen, endpoint, extra), "run")
+	a := &agent{proc: p, url: "http://" + listen}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(a.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return a
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("outbox run exited before it was ready (%v); stderr:\n%s", p.err, p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outbox run not ready after 15s; stderr:\n%s", p.stderr.String())
+		}
+	}
+}
+
+// post sends body to the agent's path, gzipped when gz, and returns the status and body.
+func post(t testing.TB, url string, body []byte, gz bool) (int, string) {
+	t.Helper()
+	code, text, err := tryPost(url, body, gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, text
+}
+
+func tryPost(url string, body []byte, gz bool) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if gz {
+		body = gzipBytes(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if gz {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(b.String()), nil
+}
