@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -46,9 +47,19 @@ func TestStatus_ShowsFailingSinceWhileSinkFails(t *testing.T) {
 	if err := h.sink.SetScript(sink.Script{}); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatalf("worker never started its backoff wait: %v", err)
+	}
 	clock.Advance(2 * time.Minute)
-	if fr := h.flush(); !fr.Done {
-		t.Fatalf("flush after recovery = %+v, want done", fr)
+	// The worker wakes on its own goroutine; until it has retried, Flush still reports the
+	// (now past) wait.
+	for fr := h.flush(); !fr.Done; fr = h.flush() {
+		if ctx.Err() != nil || fr.Waiting == nil || fr.Waiting.Until.After(clock.Now()) {
+			t.Fatalf("flush after recovery = %+v, want done", fr)
+		}
+		runtime.Gosched()
 	}
 	st = h.status()
 	if st.Upload.FailingSince != nil || st.Upload.LastSuccess == nil || st.Queue.Events != 0 {

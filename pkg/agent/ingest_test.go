@@ -207,8 +207,8 @@ func TestIngest_BodyOverLimitIs413(t *testing.T) {
 	}
 	sb.WriteString(`]}`)
 	oversized := sb.String()
-	// A gzip bomb: 8 MiB of zeros inside a batch, a few tens of KB on the wire.
-	bomb := `{"batch":[{"type":"track","userId":"u","event":"` + strings.Repeat("0", 8<<20) + `"}]}`
+	// A gzip bomb: 2 MiB of zeros inside a batch, a few tens of KB on the wire.
+	bomb := `{"batch":[{"type":"track","userId":"u","event":"` + strings.Repeat("0", 2<<20) + `"}]}`
 
 	cases := []struct {
 		name string
