@@ -18,7 +18,7 @@ const (
 	// sentAtLayout is RFC 3339 with milliseconds, always in UTC ("Z").
 	sentAtLayout = "2006-01-02T15:04:05.000Z07:00"
 	// envelopeBytes is the size of the body without its events and commas.
-	envelopeBytes = len(bodyPrefix) + len(bodyMid) + len(sentAtLayout) + len(bodySuffix)
+	envelopeBytes = len(bodyPrefix) + len(bodyMid) + len("2006-01-02T15:04:05.000Z") + len(bodySuffix)
 	// gzipLevel trades ratio for speed: analytics JSON compresses well even
 	// at the fastest level, and the drain is bound by compression.
 	gzipLevel = gzip.BestSpeed

@@ -1,0 +1,78 @@
+// Package uploader is outbox's embeddable client: a durable queue on a data directory (pkg/queue)
+// and one worker goroutine that drains it into batched HTTP POSTs to a Segment-compatible
+// collector, retrying through two budgets (pkg/budget) and dead-lettering what cannot be
+// delivered. The agent (pkg/agent) is this client behind an HTTP intake.
+//
+// # Using it
+//
+//	cfg := uploader.DefaultConfig()          // every default of the configuration keys
+//	cfg.DataDir = "/var/lib/myapp/outbox"
+//	cfg.Upload.WriteKey = os.Getenv("SEGMENT_WRITE_KEY")
+//	c, err := uploader.Open(cfg, uploader.WithLogger(logger))
+//	...
+//	err = c.Enqueue(ctx, map[string]any{"type": "track", "event": "Signed Up", "userId": "u1"})
+//	...
+//	err = c.Close(shutdownCtx)              // last bounded upload pass, then the store is closed
+//
+// Enqueue validates and normalises each event (pkg/event: messageId, timestamp, context.library)
+// and returns once the events are committed (and fsynced with queue.sync: always): an accepted
+// event survives a crash. It is all or nothing. Delivery is at least once: a crash between an
+// upload and its acknowledgement sends that batch again with the same messageIds, which
+// collectors deduplicate.
+//
+// # The worker
+//
+// One goroutine owns the consumer side. It leases a batch from the head of the queue when the
+// queue holds batch.max_events or batch.max_bytes (measured on the uncompressed body), when the
+// oldest event is batch.interval old, during Flush, or during Close; it never sends an empty
+// body. A batch is delivered whole before the next is leased:
+//
+//	idle ──due──► lease ──► attempt ──2xx──────────────────────────► ack ─────────────┐
+//	                          │  ├─rate-limited (Retry-After) ──► rate-limit wait ─┐  │
+//	                          │  ├─retryable status / network ───► counted wait ───┤  │
+//	                          │  │        (either budget spent ──► dead letter)    │  │
+//	                          │  ├─413, or 400/422 on >1 event ──► split in half ──┤  │
+//	                          │  └─other rejection ──────────────► dead letter     │  │
+//	                          ◄───────────────────────── next attempt ◄────────────┘  │
+//	idle ◄────────────────────────────────────────────────────────────────────────────┘
+//
+// The body is {"batch":[e1,e2,…],"sentAt":"<RFC 3339 ms>"} with the stored event bytes spliced
+// in (never re-encoded), gzip-compressed when upload.gzip. Every attempt builds its request
+// anew: Content-Type, Content-Encoding, Basic auth from upload.write_key, User-Agent
+// outbox/<version>, upload.headers, the RequestHook, and X-Retry-Count — absent on a batch's
+// first attempt, then 1, 2, 3 … for every retry, rate-limited ones included. The halves of a
+// split batch are new batches (no X-Retry-Count on their first attempt). upload.timeout bounds
+// one attempt. Only 307 and 308 redirects are followed (same method and body, at most 3 hops,
+// never from https to http); a 301, 302 or 303 is returned as is and rejected, because
+// following it would send a body-less GET and lose the batch.
+//
+// Classify (replaceable with WithClassifier) puts each attempt in one class. A rate-limited
+// attempt waits min(Retry-After, retry.retry_after_cap) and does not spend the retry count; the
+// episode is bounded by retry.max_rate_limit_duration. A retryable status or a network error
+// (never_sent or maybe_sent) waits on the counted exponential backoff, bounded by
+// retry.max_retries and retry.max_total_backoff. After every failed attempt the batch's retry
+// state (attempts, budget start times) is saved with it, so a restart resumes the count instead
+// of resetting it; a pending wait is not kept — after a restart the head batch is tried at once.
+// A RequestHook error, or a configuration error found when building the request, is neither:
+// it spends no budget, the batch stays queued, Flush reports it, and the worker tries again
+// after batch.interval.
+//
+// Every wait (interval, retry, pause) is one budget.Sleep on the injected clock, which Close cuts
+// short. Logs: one info line per batch outcome, one warn line per retry (path, attempt, wait,
+// status or error_class); the write key is never logged.
+//
+// # Flush and Close
+//
+// Flush uploads now, ignoring batch.interval, and returns nil once the queue is empty, ctx's
+// error, a *WaitingError when the worker waits on a budget (its Path and Until), or the error
+// holding the head batch. Close stops intake (Enqueue returns ErrClosed), wakes the worker out
+// of any wait, and lets it upload until the queue is empty or ctx ends; it never starts a wait
+// that would end after ctx's deadline and cancels the attempt in flight at the deadline, so it
+// returns within the deadline plus a few milliseconds whatever the collector does. What is not
+// uploaded stays on disk with its retry state and goes first at the next Open.
+//
+// # Concurrency
+//
+// A Client is safe for concurrent use. Hooks run on the worker goroutine (OnCommit on the
+// store's committing goroutine) and must return quickly.
+package uploader
