@@ -10,29 +10,18 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/spf13/cobra"
 )
 
-// deadView is one dead-letter batch as the dead commands show it, from the agent or offline.
-type deadView struct {
-	ID         string            `json:"id"`
-	At         time.Time         `json:"at"`
-	Reason     string            `json:"reason"`
-	ErrorClass string            `json:"error_class,omitempty"`
-	Status     int               `json:"status,omitempty"`
-	Attempts   int               `json:"attempts"`
-	Body       string            `json:"body,omitempty"`
-	Count      int               `json:"count"`
-	Bytes      int64             `json:"bytes"`
-	Events     []json.RawMessage `json:"events,omitempty"`
-}
-
-func deadViewOf(d queue.DeadBatch) deadView {
-	v := deadView{ID: d.ID, At: d.At, Reason: d.Info.Reason, ErrorClass: d.Info.ErrorClass, Status: d.Info.Status,
-		Attempts: d.Info.Attempts, Body: string(d.Info.Body), Count: d.Count, Bytes: d.Bytes}
+// deadBatchOf converts a dead batch read offline into the admin API's shape, so that both
+// paths print the same.
+func deadBatchOf(d queue.DeadBatch) agent.DeadBatch {
+	v := agent.DeadBatch{ID: d.ID, At: d.At, Reason: d.Info.Reason, ErrorClass: d.Info.ErrorClass, Status: d.Info.Status,
+		Attempts: d.Info.Attempts, Response: string(d.Info.Body), Events: d.Count, Bytes: d.Bytes}
 	for _, e := range d.Events {
-		v.Events = append(v.Events, json.RawMessage(e))
+		v.Batch = append(v.Batch, json.RawMessage(e))
 	}
 	return v
 }
@@ -45,8 +34,8 @@ type deadOptions struct {
 
 // deadBackend is where dead letters are managed: a running agent, or the data directory offline.
 type deadBackend interface {
-	list(ctx context.Context) ([]deadView, error)
-	get(ctx context.Context, id string) (deadView, error)
+	list(ctx context.Context) ([]agent.DeadBatch, error)
+	get(ctx context.Context, id string) (agent.DeadBatch, error)
 	replay(ctx context.Context, ids []string) (int, error) // events re-queued
 	purge(ctx context.Context, ids []string) (int, error)  // batches deleted
 	close()
@@ -180,7 +169,7 @@ func (o *deadOptions) with(a *app, cmd *cobra.Command, fn func(context.Context, 
 	return fn(ctx, b)
 }
 
-func printDeadList(w io.Writer, list []deadView) error {
+func printDeadList(w io.Writer, list []agent.DeadBatch) error {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no dead letters")
 		return nil
@@ -194,12 +183,12 @@ func printDeadList(w io.Writer, list []deadView) error {
 		} else if d.ErrorClass != "" {
 			status = d.ErrorClass
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", d.ID, d.At.Local().Format(time.DateTime), d.Count, humanBytes(d.Bytes), orDash(d.Reason), status, d.Attempts)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", d.ID, d.At.Local().Format(time.DateTime), d.Events, humanBytes(d.Bytes), orDash(d.Reason), status, d.Attempts)
 	}
 	return tw.Flush()
 }
 
-func printDead(w io.Writer, d deadView) {
+func printDead(w io.Writer, d agent.DeadBatch) {
 	fmt.Fprintf(w, "id:        %s\ndead since: %s\nreason:    %s\n", d.ID, d.At.Local().Format(time.DateTime), orDash(d.Reason))
 	if d.Status != 0 {
 		fmt.Fprintf(w, "status:    %d\n", d.Status)
@@ -207,11 +196,11 @@ func printDead(w io.Writer, d deadView) {
 	if d.ErrorClass != "" {
 		fmt.Fprintf(w, "error:     %s\n", d.ErrorClass)
 	}
-	fmt.Fprintf(w, "attempts:  %d\nevents:    %d (%s)\n", d.Attempts, d.Count, humanBytes(d.Bytes))
-	if d.Body != "" {
-		fmt.Fprintf(w, "response:  %s\n", strings.TrimSpace(d.Body))
+	fmt.Fprintf(w, "attempts:  %d\nevents:    %d (%s)\n", d.Attempts, d.Events, humanBytes(d.Bytes))
+	if d.Response != "" {
+		fmt.Fprintf(w, "response:  %s\n", strings.TrimSpace(d.Response))
 	}
-	for _, e := range d.Events {
+	for _, e := range d.Batch {
 		fmt.Fprintln(w, strings.TrimSpace(string(e)))
 	}
 }
@@ -221,21 +210,21 @@ type offlineDead struct{ q *queue.Queue }
 
 func (o offlineDead) close() { _ = o.q.Close() }
 
-func (o offlineDead) list(context.Context) ([]deadView, error) {
+func (o offlineDead) list(context.Context) ([]agent.DeadBatch, error) {
 	list, err := o.q.DeadList()
-	out := make([]deadView, 0, len(list))
+	out := make([]agent.DeadBatch, 0, len(list))
 	for _, d := range list {
-		out = append(out, deadViewOf(d))
+		out = append(out, deadBatchOf(d))
 	}
 	return out, err
 }
 
-func (o offlineDead) get(_ context.Context, id string) (deadView, error) {
+func (o offlineDead) get(_ context.Context, id string) (agent.DeadBatch, error) {
 	d, err := o.q.DeadGet(id)
 	if errors.Is(err, queue.ErrNotFound) {
-		return deadView{}, fmt.Errorf("%w; see 'outbox dead list' for the IDs", err)
+		return agent.DeadBatch{}, fmt.Errorf("%w; see 'outbox dead list' for the IDs", err)
 	}
-	return deadViewOf(d), err
+	return deadBatchOf(d), err
 }
 
 func (o offlineDead) replay(ctx context.Context, ids []string) (int, error) {

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -50,7 +50,7 @@ func (o *flushOptions) run(a *app, cmd *cobra.Command) error {
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.wait+5*time.Second)
 	defer cancel()
-	var st agentStatus
+	var st agent.Status
 	if err := c.do(ctx, "GET", "/v1/status", nil, &st); err != nil {
 		return err
 	}
@@ -71,10 +71,8 @@ func (o *flushOptions) run(a *app, cmd *cobra.Command) error {
 		progressbar.OptionThrottle(100*time.Millisecond),
 	)
 	done := make(chan error, 1)
-	go func() {
-		var res json.RawMessage
-		done <- c.do(ctx, "POST", "/v1/flush?wait="+o.wait.String(), nil, &res)
-	}()
+	var res agent.FlushResult // written by the goroutine before done
+	go func() { done <- c.do(ctx, "POST", "/v1/flush?wait="+o.wait.String(), nil, &res) }()
 	tick := time.NewTicker(flushPoll)
 	defer tick.Stop()
 	var flushErr error
@@ -99,11 +97,15 @@ func (o *flushOptions) run(a *app, cmd *cobra.Command) error {
 	}
 	_ = bar.Exit()
 	fmt.Fprintln(cmd.ErrOrStderr())
-	if st.Retry.Path == "rate_limit" || st.Retry.Path == "backoff" {
-		return fmt.Errorf("not flushed: %d event(s) still queued; the agent is %s; they will go out on their own, check 'outbox status'", st.Queue.Events, retryLine(&st))
-	}
 	if flushErr != nil {
 		return fmt.Errorf("not flushed: %w", flushErr)
+	}
+	if w := res.Waiting; w != nil {
+		st.Retry.Path, st.Retry.WaitingUntil = w.Path, &w.Until
+		return fmt.Errorf("not flushed: %d event(s) still queued; the agent is %s; they will go out on their own, check 'outbox status'", st.Queue.Events, retryLine(&st))
+	}
+	if res.Error != "" {
+		return fmt.Errorf("not flushed: %d event(s) still queued: %s", st.Queue.Events, res.Error)
 	}
 	return fmt.Errorf("not flushed: %d event(s) still queued after %s; try a longer --wait, and check 'outbox status'", st.Queue.Events, o.wait)
 }

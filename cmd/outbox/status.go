@@ -10,39 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/spf13/cobra"
 )
-
-// agentStatus is the shape of GET /v1/status (SPEC section 7). Times are RFC 3339 strings,
-// empty when not known.
-type agentStatus struct {
-	Queue struct {
-		Events           int64   `json:"events"`
-		Bytes            int64   `json:"bytes"`
-		OldestAgeSeconds float64 `json:"oldest_age_seconds"`
-	} `json:"queue"`
-	Dead struct {
-		Batches int64 `json:"batches"`
-		Events  int64 `json:"events"`
-		Bytes   int64 `json:"bytes"`
-	} `json:"dead"`
-	Upload struct {
-		LastAttempt  string `json:"last_attempt"`
-		LastSuccess  string `json:"last_success"`
-		LastResult   string `json:"last_result"`
-		FailingSince string `json:"failing_since"`
-	} `json:"upload"`
-	Retry struct {
-		Path         string `json:"path"`
-		Attempt      int    `json:"attempt"`
-		WaitingUntil string `json:"waiting_until"`
-	} `json:"retry"`
-	Store struct {
-		FileBytes int64  `json:"file_bytes"`
-		Sync      string `json:"sync"`
-	} `json:"store"`
-	Version string `json:"version"`
-}
 
 type statusOptions struct {
 	agent string
@@ -92,7 +62,7 @@ func (o *statusOptions) run(a *app, cmd *cobra.Command) error {
 		fmt.Fprintln(cmd.OutOrStdout(), strings.TrimSpace(buf.String()))
 		return nil
 	}
-	var st agentStatus
+	var st agent.Status
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Errorf("the agent's status is not the expected JSON (%w); try --json", err)
 	}
@@ -100,7 +70,7 @@ func (o *statusOptions) run(a *app, cmd *cobra.Command) error {
 }
 
 // printStatus renders st as the readable table of `outbox status`.
-func printStatus(w io.Writer, st *agentStatus, base string) error {
+func printStatus(w io.Writer, st *agent.Status, base string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("agent", fmt.Sprintf("%s (version %s)", base, orDash(st.Version)))
@@ -118,7 +88,7 @@ func printStatus(w io.Writer, st *agentStatus, base string) error {
 	row("dead letters", d)
 
 	last := "none yet"
-	if st.Upload.LastAttempt != "" {
+	if st.Upload.LastAttempt != nil {
 		last = clock(st.Upload.LastAttempt)
 		if st.Upload.LastResult != "" {
 			last += " → " + st.Upload.LastResult
@@ -126,7 +96,7 @@ func printStatus(w io.Writer, st *agentStatus, base string) error {
 	}
 	row("last upload", last)
 	row("last success", orDash(clock(st.Upload.LastSuccess)))
-	if st.Upload.FailingSince != "" {
+	if st.Upload.FailingSince != nil {
 		row("failing since", clock(st.Upload.FailingSince))
 	}
 	row("retry", retryLine(st))
@@ -135,7 +105,7 @@ func printStatus(w io.Writer, st *agentStatus, base string) error {
 }
 
 // retryLine describes the worker's retry state in words.
-func retryLine(st *agentStatus) string {
+func retryLine(st *agent.Status) string {
 	until := clock(st.Retry.WaitingUntil)
 	switch st.Retry.Path {
 	case "rate_limit":
@@ -154,17 +124,13 @@ func retryLine(st *agentStatus) string {
 	return "not waiting"
 }
 
-// clock shows an RFC 3339 time as local wall-clock time ("12:03:04", with the date when it is
-// not today); "" stays "".
-func clock(s string) string {
-	if s == "" {
+// clock shows a time as local wall-clock time ("12:03:04", with the date when it is not
+// today); nil is "".
+func clock(p *time.Time) string {
+	if p == nil || p.IsZero() {
 		return ""
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	t = t.Local()
+	t := p.Local()
 	if y, m, d := t.Date(); y == time.Now().Year() && m == time.Now().Month() && d == time.Now().Day() {
 		return t.Format("15:04:05")
 	}
