@@ -165,6 +165,7 @@ func TestIngest_BadRequestStoresNothing(t *testing.T) {
 		{"track without event is refused", "/v1/track", `{"userId":"u"}`, nil, 0},
 		{"oversized single event is refused", "/v1/track", big, nil, 0},
 		{"unknown content encoding is refused", "/v1/track", ok, map[string]string{"Content-Encoding": "br"}, -1},
+		{"corrupt gzip is refused", "/v1/track", ok, map[string]string{"Content-Encoding": "gzip"}, -1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

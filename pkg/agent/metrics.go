@@ -83,7 +83,7 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		m.retryWait.WithLabelValues(p)
 	}
 	cs := []prometheus.Collector{m.enqueued, m.uploaded, m.dead, m.dropped, m.uploadRequests, m.uploadDuration,
-		m.retries, m.retryWait, m.batchEvents, m.ingest, m.commitDuration, gaugeCollector{m}}
+		m.retries, m.retryWait, m.batchEvents, m.ingest, m.commitDuration, newGaugeCollector(m)}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering agent metrics: %w", err)
@@ -109,28 +109,37 @@ func (m *Metrics) observeIngest(route string, code int) {
 }
 
 // gaugeCollector exports gaugeValues, read once per scrape.
-type gaugeCollector struct{ m *Metrics }
+type gaugeCollector struct {
+	m                                                                      *Metrics
+	queueEvents, queueBytes, oldestAge, deadEvents, fileBytes, lastSuccess *prometheus.Desc
+}
 
-var (
-	descQueueEvents = prometheus.NewDesc(namespace+"_queue_events", "Events waiting in the queue.", nil, nil)
-	descQueueBytes  = prometheus.NewDesc(namespace+"_queue_bytes", "Stored bytes of the events waiting in the queue.", nil, nil)
-	descOldestAge   = prometheus.NewDesc(namespace+"_queue_oldest_age_seconds", "Age of the oldest waiting event; 0 when the queue is empty.", nil, nil)
-	descDeadEvents  = prometheus.NewDesc(namespace+"_dead_events", "Events in the dead-letter bucket.", nil, nil)
-	descFileBytes   = prometheus.NewDesc(namespace+"_store_file_bytes", "Size of the bbolt file.", nil, nil)
-	descLastSuccess = prometheus.NewDesc(namespace+"_last_upload_success_timestamp_seconds",
-		"Unix time of the last successful upload; 0 when none yet. Alert on its age.", nil, nil)
-)
+func newGaugeCollector(m *Metrics) *gaugeCollector {
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(namespace+"_"+name, help, nil, nil)
+	}
+	return &gaugeCollector{
+		m:           m,
+		queueEvents: desc("queue_events", "Events waiting in the queue."),
+		queueBytes:  desc("queue_bytes", "Stored bytes of the events waiting in the queue."),
+		oldestAge:   desc("queue_oldest_age_seconds", "Age of the oldest waiting event; 0 when the queue is empty."),
+		deadEvents:  desc("dead_events", "Events in the dead-letter bucket."),
+		fileBytes:   desc("store_file_bytes", "Size of the bbolt file."),
+		lastSuccess: desc("last_upload_success_timestamp_seconds",
+			"Unix time of the last successful upload; 0 when none yet. Alert on its age."),
+	}
+}
 
 // Describe implements prometheus.Collector.
-func (g gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descQueueEvents, descQueueBytes, descOldestAge, descDeadEvents, descFileBytes, descLastSuccess} {
+func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{g.queueEvents, g.queueBytes, g.oldestAge, g.deadEvents, g.fileBytes, g.lastSuccess} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector. Without a source (no client attached yet) it
 // exports nothing.
-func (g gaugeCollector) Collect(ch chan<- prometheus.Metric) {
+func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	src := g.m.source.Load()
 	if src == nil {
 		return
@@ -144,8 +153,8 @@ func (g gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 		d *prometheus.Desc
 		v float64
 	}{
-		{descQueueEvents, v.queueEvents}, {descQueueBytes, v.queueBytes}, {descOldestAge, v.oldestAge},
-		{descDeadEvents, v.deadEvents}, {descFileBytes, v.fileBytes}, {descLastSuccess, last},
+		{g.queueEvents, v.queueEvents}, {g.queueBytes, v.queueBytes}, {g.oldestAge, v.oldestAge},
+		{g.deadEvents, v.deadEvents}, {g.fileBytes, v.fileBytes}, {g.lastSuccess, last},
 	} {
 		ch <- prometheus.MustNewConstMetric(p.d, prometheus.GaugeValue, p.v)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 )
 
@@ -12,7 +13,7 @@ type errorBody struct {
 }
 
 // successBody is the answer to an accepted ingest request.
-var successBody = []byte(`{"success":true}` + "\n")
+const successBody = `{"success":true}` + "\n"
 
 // writeJSON answers code with v encoded as JSON.
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -45,5 +46,5 @@ func writeUnavailable(w http.ResponseWriter, msg string) {
 func writeSuccess(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(successBody)
+	_, _ = io.WriteString(w, successBody)
 }

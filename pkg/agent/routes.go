@@ -4,9 +4,6 @@ import (
 	"net/http"
 )
 
-// singleTypes are the event types that have their own ingest route (/v1/<type>).
-var singleTypes = [...]string{"track", "identify", "page", "screen", "group", "alias"}
-
 // routes builds the agent's mux. Ingest and admin routes are behind auth; /healthz, /readyz
 // and /metrics stay open. Every route is counted in ingest_requests_total{route,code}.
 func (a *Agent) routes() http.Handler {
@@ -20,7 +17,7 @@ func (a *Agent) routes() http.Handler {
 
 	guarded("POST /v1/batch", "/v1/batch", a.handleBatch)
 	guarded("POST /v1/import", "/v1/import", a.handleBatch)
-	for _, typ := range singleTypes {
+	for _, typ := range []string{"track", "identify", "page", "screen", "group", "alias"} {
 		route := "/v1/" + typ
 		guarded("POST "+route, route, a.handleSingle(typ))
 	}
@@ -48,6 +45,9 @@ func (a *Agent) count(route string, h http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(rec, r)
 		a.metrics.observeIngest(route, rec.code)
+		if rec.code >= 400 {
+			a.log.Debug("request refused", "route", route, "code", rec.code, "remote_addr", r.RemoteAddr)
+		}
 	})
 }
 
