@@ -11,7 +11,7 @@ import (
 )
 
 // maxFlushWait bounds ?wait= on POST /v1/flush, and a background flush without it.
-const maxFlushWait = 10 * time.Minute
+const maxFlushWait = time.Hour
 
 // FlushResult is the JSON answer of POST /v1/flush.
 type FlushResult struct {

@@ -126,7 +126,7 @@ func TestFlush_WithoutWaitStartsUpload(t *testing.T) {
 
 func TestFlush_BadWaitIs400(t *testing.T) {
 	h := start(t, setup{})
-	for _, w := range []string{"soon", "-1s", "0s", "48h"} {
+	for _, w := range []string{"soon", "-1s", "0s", "48h", "2h"} {
 		if r := h.post("/v1/flush?wait="+w, ""); r.code != http.StatusBadRequest {
 			t.Errorf("wait=%s: %d %s, want 400", w, r.code, r.body)
 		}

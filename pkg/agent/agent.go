@@ -166,11 +166,6 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 
-	// Kick the worker before closing: the last pass starts at once even when the worker
-	// sits in its batch.interval wait (Close alone may not wake it there). The kick ends when
-	// the client is closed.
-	a.bg.Go(func() { _ = a.client.Flush(ctx) })
-
 	err := a.client.Close(ctx)
 	if err != nil {
 		err = fmt.Errorf("closing uploader: %w", err)

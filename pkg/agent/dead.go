@@ -52,7 +52,9 @@ type DeadPurgeResult struct {
 	Batches int `json:"batches"` // batches deleted
 }
 
-func deadBatch(d queue.DeadBatch) DeadBatch {
+// NewDeadBatch converts a queue dead-letter batch to its admin API form (events included
+// when d has them), for offline tools that read the queue directly.
+func NewDeadBatch(d queue.DeadBatch) DeadBatch {
 	out := DeadBatch{
 		ID: d.ID, At: d.At.UTC(), Reason: d.Info.Reason, ErrorClass: d.Info.ErrorClass,
 		Status: d.Info.Status, Attempts: d.Info.Attempts,
@@ -74,7 +76,7 @@ func (a *Agent) handleDeadList(w http.ResponseWriter, _ *http.Request) {
 	}
 	out := DeadList{Batches: make([]DeadBatch, 0, len(list))}
 	for _, d := range list {
-		out.Batches = append(out.Batches, deadBatch(d))
+		out.Batches = append(out.Batches, NewDeadBatch(d))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -86,7 +88,7 @@ func (a *Agent) handleDeadGet(w http.ResponseWriter, r *http.Request) {
 		a.adminFailed(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, deadBatch(d))
+	writeJSON(w, http.StatusOK, NewDeadBatch(d))
 }
 
 // handleDeadReplay serves POST /v1/dead/replay.

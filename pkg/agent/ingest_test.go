@@ -158,7 +158,8 @@ func TestIngest_BadRequestStoresNothing(t *testing.T) {
 		header    map[string]string
 		wantIndex int // -1: no index in the answer
 	}{
-		{"malformed JSON has no index", "/v1/batch", `{"batch":[`, nil, -1},
+		{"malformed JSON has no index", "/v1/batch", `not json`, nil, -1},
+		{"batch that is not an array has no index", "/v1/batch", `{"batch":{}}`, nil, -1},
 		{"event over max_event_bytes names its index", "/v1/batch", `{"batch":[` + ok + `,` + ok + `,` + big + `]}`, nil, 2},
 		{"event without userId names its index", "/v1/batch", `{"batch":[` + ok + `,{"type":"track","event":"E"}]}`, nil, 1},
 		{"bad timestamp names its index", "/v1/batch", `{"batch":[{"type":"track","userId":"u","event":"E","timestamp":"yesterday"}]}`, nil, 0},
