@@ -10,7 +10,8 @@ package event
 // It is all or nothing: on the first bad event it returns an *Error whose
 // Index is that event's 0-based position, and no events; an error about the
 // body itself has Index -1. An empty batch returns no events and no error
-// (Segment answers 200 to it). The returned events share one allocation.
+// (Segment answers 200 to it). The returned events share one allocation,
+// each capped so that appending to one cannot touch another.
 func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 	var in intake
 	if err := in.init("", &opt); err != nil {
@@ -20,88 +21,82 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 	if start >= len(body) || body[start] != '{' {
 		return nil, &Error{Index: -1, Reason: `the body must be a JSON object {"batch":[…]}, got ` + describe(body[start:])}
 	}
-	arr, count, elem, bad := in.parseBody(body, start)
-	if bad != nil {
-		bad.Index = elem
+	evs, found, bad := in.parseBody(body, start)
+	switch {
+	case bad != nil:
 		return nil, bad
-	}
-	if !arr.present() {
+	case !found:
 		return nil, &Error{Index: -1, Field: "batch", Reason: "is required: an array of events"}
-	}
-
-	events := make([][]byte, 0, count)
-	var ar arena
-	extra := in.extra()
-	ar.grow(arr.end - arr.start + count*extra)
-	b := body[:arr.end]
-	i := skipSpace(b, arr.start+1)
-	if b[i] == ']' {
+	case len(evs) == 0:
 		return nil, nil
 	}
-	for k := 0; ; k++ {
-		ev := b[i:]
-		p, bad := in.parse(ev)
-		var out []byte
-		if bad == nil {
-			out, bad = in.emit(ar.get(p.end+extra), ev, &p)
-		}
+
+	extra := in.extra()
+	total := 0
+	for k := range evs {
+		total += evs[k].p.end + extra
+	}
+	arena := make([]byte, 0, total)
+	out := make([][]byte, len(evs))
+	for k := range evs {
+		ev, p := body[evs[k].off:], &evs[k].p
+		in.mark(ev, p)
+		o, bad := in.emit(arena[len(arena):], ev, p)
 		if bad != nil {
 			bad.Index = k
 			return nil, bad
 		}
-		events = append(events, ar.keep(out))
-		i = skipSpace(b, i+p.end)
-		switch b[i] {
-		case ']':
-			return events, nil
-		case ',':
-			i = skipSpace(b, i+1)
-		default:
-			return nil, &Error{Index: -1, Reason: "invalid JSON at byte " + itoa(i) +
-				" of the request body: expected ',' or ']' after event " + itoa(k) + "; send well-formed JSON"}
-		}
+		arena = arena[:len(arena)+len(o)]
+		out[k] = o[:len(o):len(o)]
 	}
+	return out, nil
 }
 
-// parseBody validates the body's top-level object, returns the span of its
-// batch array with a count of its elements, and reads the batch-level context
-// and integrations into in. The array's events are only delimited here;
-// they are validated one by one as they are normalised. elem is the index of
-// the event an error is about, -1 when it is about the body.
-func (in *intake) parseBody(body []byte, start int) (arr span, count, elem int, bad *Error) {
+// located is an event of a batch: its offset in the body and what parse
+// learnt.
+type located struct {
+	off int
+	p   parsed
+}
+
+// parseBody validates the body in one pass: its top-level object, each event
+// of its batch array (parsed and checked against the rules as it goes), and
+// the batch-level context and integrations, which it reads into in.
+func (in *intake) parseBody(body []byte, start int) (evs []located, found bool, bad *Error) {
 	var keys keySet
 	it := newObjIter(body, start)
 	for {
 		m, ok, se := it.key()
 		if se != nil {
-			return arr, 0, -1, badSyntax(se, "request body")
+			return nil, false, bodySyntax(se)
 		}
 		if !ok {
 			break
 		}
 		k := m.key(body)
 		if keys.add(k) {
-			return arr, 0, -1, badField(string(k), "duplicate key in the request body: send each top-level field once")
+			return nil, false, &Error{Index: -1, Field: string(k),
+				Reason: "duplicate key in the request body: send each top-level field once"}
 		}
 		v := m.valStart
 		var end int
 		switch string(k) {
 		case "batch":
 			if v >= len(body) || body[v] != '[' {
-				if end, se = scanValue(body, v, 1); se == nil {
-					return arr, 0, -1, badField("batch", "must be an array of events, got "+describe(body[v:]))
+				if _, se = scanValue(body, v, 1); se != nil {
+					return nil, false, bodySyntax(se)
 				}
-				break
+				return nil, false, &Error{Index: -1, Field: "batch", Reason: "must be an array of events, got " + describe(body[v:])}
 			}
-			if end, count, elem, se = delimitArray(body, v); se == nil {
-				arr = span{v, end}
-			} else if elem >= 0 {
-				return arr, 0, elem, badSyntax(se, "request body")
+			found = true
+			if evs, end, bad = in.parseEvents(body, v, len(body)/512+1); bad != nil {
+				return nil, false, bad
 			}
 		case "context", "integrations":
 			var mo *mergeObj
 			if mo, end, bad = newMergeObj(body, v, string(k)); bad != nil {
-				return arr, 0, -1, bad
+				bad.Index = -1
+				return nil, false, bad
 			}
 			if string(k) == "context" {
 				in.ctx = mo
@@ -109,92 +104,58 @@ func (in *intake) parseBody(body []byte, start int) (arr span, count, elem int, 
 				in.integ = mo
 			}
 		default:
-			end, se = scanValue(body, v, 1)
-		}
-		if se != nil {
-			return arr, 0, -1, badSyntax(se, "request body")
+			if end, se = scanValue(body, v, 1); se != nil {
+				return nil, false, bodySyntax(se)
+			}
 		}
 		if se = it.value(end); se != nil {
-			return arr, 0, -1, badSyntax(se, "request body")
+			return nil, false, bodySyntax(se)
 		}
 	}
 	if j := skipSpace(body, it.end); j != len(body) {
-		return arr, 0, -1, badSyntax(&syntaxError{j, "unexpected data after the body's object"}, "request body")
+		return nil, false, bodySyntax(&syntaxError{j, "unexpected data after the body's object"})
 	}
-	return arr, count, -1, nil
+	return evs, found, nil
 }
 
-// delimitArray finds the end of the array at b[start] by matching brackets
-// and skipping strings, without validating the rest, and counts its
-// elements (commas at its top level, plus one). An error inside an element
-// gives that element's index in elem, else elem is -1.
-func delimitArray(b []byte, start int) (end, count, elem int, se *syntaxError) {
-	var objects [maxDepth/64 + 1]uint64 // bit d: the bracket open at depth d is '{'
-	depth := 0
-	fail := func(i int, msg string) (int, int, int, *syntaxError) {
-		if depth >= 2 {
-			return 0, 0, count, &syntaxError{i, msg}
-		}
-		return 0, 0, -1, &syntaxError{i, msg}
+// parseEvents parses the events of the batch array at body[v] and returns
+// them with the offset past the array.
+func (in *intake) parseEvents(body []byte, v, capHint int) ([]located, int, *Error) {
+	i := skipSpace(body, v+1)
+	if i < len(body) && body[i] == ']' {
+		return nil, i + 1, nil
 	}
-	for i := start; i < len(b); i++ {
-		switch c := b[i]; c {
-		case '"':
-			e, _, se := scanString(b, i)
-			if se != nil {
-				return fail(se.off, se.msg)
-			}
-			i = e - 1
-		case '{', '[':
-			depth++
-			if depth > maxDepth {
-				return fail(i, "nested too deeply")
-			}
-			if c == '{' {
-				objects[depth/64] |= 1 << (depth % 64)
-			} else {
-				objects[depth/64] &^= 1 << (depth % 64)
-			}
-		case '}', ']':
-			if isObj := objects[depth/64]&(1<<(depth%64)) != 0; isObj != (c == '}') {
-				return fail(i, "mismatched bracket")
-			}
-			depth--
-			if depth == 0 {
-				return i + 1, count + 1, -1, nil
-			}
+	evs := make([]located, 0, capHint)
+	for k := 0; ; k++ {
+		p, bad := in.parse(body[i:])
+		if bad != nil {
+			bad.Index = k
+			return nil, 0, bad
+		}
+		evs = append(evs, located{i, p})
+		i = skipSpace(body, i+p.end)
+		if i >= len(body) {
+			return nil, 0, bodySyntax(&syntaxError{i, "unterminated batch array"})
+		}
+		switch body[i] {
+		case ']':
+			return evs, i + 1, nil
 		case ',':
-			if depth == 1 {
-				count++
-			}
+			i = skipSpace(body, i+1)
+		default:
+			return nil, 0, bodySyntax(&syntaxError{i, "expected ',' or ']' after event " + itoa(k)})
 		}
 	}
-	return fail(len(b), "unterminated array")
 }
 
-// arena hands out the output buffers of one batch from shared chunks.
-type arena struct{ buf []byte }
-
-// grow starts a new chunk of at least n bytes.
-func (a *arena) grow(n int) { a.buf = make([]byte, 0, max(n, 4096)) }
-
-// get returns an empty slice with room for n bytes.
-func (a *arena) get(n int) []byte {
-	if cap(a.buf)-len(a.buf) < n {
-		a.grow(n * 16)
-	}
-	return a.buf[len(a.buf):len(a.buf)]
+// bodySyntax is the *Error for malformed JSON outside the events.
+func bodySyntax(se *syntaxError) *Error {
+	e := badSyntax(se, "request body")
+	e.Index = -1
+	return e
 }
 
-// keep commits out, taken from get and appended to, and returns it capped.
-func (a *arena) keep(out []byte) []byte {
-	if free := a.buf[len(a.buf):cap(a.buf)]; cap(free) > 0 && cap(out) == cap(free) && len(out) <= cap(free) {
-		a.buf = a.buf[:len(a.buf)+len(out)]
-	}
-	return out[:len(out):len(out)]
-}
-
-// itoa formats n in decimal.
+// itoa formats n ≥ 0 in decimal.
 func itoa(n int) string {
 	var b [20]byte
 	i := len(b)

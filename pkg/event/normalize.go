@@ -9,17 +9,20 @@ type span struct{ start, end int }
 
 func (s span) present() bool { return s.end > 0 }
 
-// parsed is what one pass over an event learnt about it.
+// parsed is what one pass over an event learnt about it that emit needs.
 type parsed struct {
 	end     int // offset just past the closing '}'
 	members int // top-level members
 
-	typ, userID, anonID, prevID, event, groupID, msgID, ts, ctx, integ span
+	typ, msgID, ts, ctx, integ span
 
 	ctxMembers   int  // members of the event's context object
 	ctxLibrary   bool // context.library is present
 	integMembers int  // members of the event's integrations object
 }
+
+// ids are the fields only the rules look at.
+type ids struct{ userID, anonID, prevID, event, groupID span }
 
 // intake holds what is shared by all events of one Normalize or ParseBatch
 // call: settings, the intake time, and the batch-level objects to merge.
@@ -138,12 +141,7 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 	if len(b) == 0 || b[0] != '{' {
 		return p, badField("", "an event must be a JSON object {…}, got "+describe(b))
 	}
-	if in.ctx != nil {
-		clear(in.ctx.present)
-	}
-	if in.integ != nil {
-		clear(in.integ.present)
-	}
+	var id ids
 	var keys keySet
 	it := newObjIter(b, 0)
 	for {
@@ -165,15 +163,15 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 		case "type":
 			sp = &p.typ
 		case "userId":
-			sp = &p.userID
+			sp = &id.userID
 		case "anonymousId":
-			sp = &p.anonID
+			sp = &id.anonID
 		case "previousId":
-			sp = &p.prevID
+			sp = &id.prevID
 		case "event":
-			sp = &p.event
+			sp = &id.event
 		case "groupId":
-			sp = &p.groupID
+			sp = &id.groupID
 		case "messageId":
 			sp = &p.msgID
 		case "timestamp":
@@ -181,12 +179,12 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 		case "context":
 			sp = &p.ctx
 			if m.valStart < len(b) && b[m.valStart] == '{' {
-				end, p.ctxMembers, p.ctxLibrary, se = walkNested(b, m.valStart, in.ctx, true)
+				end, p.ctxMembers, p.ctxLibrary, se = walkNested(b, m.valStart, nil, true)
 			}
 		case "integrations":
 			sp = &p.integ
 			if m.valStart < len(b) && b[m.valStart] == '{' {
-				end, p.integMembers, _, se = walkNested(b, m.valStart, in.integ, false)
+				end, p.integMembers, _, se = walkNested(b, m.valStart, nil, false)
 			}
 		}
 		if end == 0 && se == nil {
@@ -203,7 +201,25 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 		}
 	}
 	p.end = it.end
-	return p, in.check(b, &p)
+	return p, in.check(b, &p, &id)
+}
+
+// mark records in the batch-level objects which of their keys the event's
+// own context and integrations already have. The event was validated by
+// parse.
+func (in *intake) mark(b []byte, p *parsed) {
+	for _, x := range [...]struct {
+		mo *mergeObj
+		s  span
+	}{{in.ctx, p.ctx}, {in.integ, p.integ}} {
+		if x.mo == nil {
+			continue
+		}
+		clear(x.mo.present)
+		if x.s.present() && b[x.s.start] == '{' {
+			_, _, _, _ = walkNested(b, x.s.start, x.mo, false)
+		}
+	}
 }
 
 // walkNested validates the object at b[start] (a context or integrations

@@ -57,7 +57,7 @@ func given(b []byte, s span, numberOK bool) (ok bool, wrong string) {
 }
 
 // check applies the rules of SPEC section 2 to a parsed event.
-func (in *intake) check(b []byte, p *parsed) *Error {
+func (in *intake) check(b []byte, p *parsed, id *ids) *Error {
 	typ := in.typ
 	if typ == "" {
 		switch {
@@ -73,17 +73,17 @@ func (in *intake) check(b []byte, p *parsed) *Error {
 		typ = string(t)
 	}
 
-	user, wrong := given(b, p.userID, true)
+	user, wrong := given(b, id.userID, true)
 	if wrong != "" {
 		return badField("userId", wrong)
 	}
-	anon, wrong := given(b, p.anonID, false)
+	anon, wrong := given(b, id.anonID, false)
 	if wrong != "" {
 		return badField("anonymousId", wrong)
 	}
 	switch typ {
 	case "alias":
-		prev, wrong := given(b, p.prevID, true)
+		prev, wrong := given(b, id.prevID, true)
 		if wrong != "" {
 			return badField("previousId", wrong)
 		}
@@ -100,14 +100,14 @@ func (in *intake) check(b []byte, p *parsed) *Error {
 	}
 	switch typ {
 	case "track":
-		if p.event.present() && !isString(b, p.event) && !isNull(b, p.event) {
-			return badField("event", "must be a string naming the action, got "+describe(b[p.event.start:]))
+		if id.event.present() && !isString(b, id.event) && !isNull(b, id.event) {
+			return badField("event", "must be a string naming the action, got "+describe(b[id.event.start:]))
 		}
-		if ok, _ := given(b, p.event, false); !ok {
+		if ok, _ := given(b, id.event, false); !ok {
 			return badField("event", "is required for track: a non-empty string naming the action")
 		}
 	case "group":
-		group, wrong := given(b, p.groupID, true)
+		group, wrong := given(b, id.groupID, true)
 		if wrong != "" {
 			return badField("groupId", wrong)
 		}
