@@ -15,8 +15,7 @@ import (
 // runCLI runs outbox to completion in dir and returns its exit code, stdout and stderr.
 func runCLI(t *testing.T, dir string, env map[string]string, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	p := start(t, dir, env, args...)
-	_ = stdin
+	p := startIn(t, dir, env, stdin, args...)
 	code, _ := p.wait(t, 20*time.Second)
 	return code, p.stdout.String(), p.stderr.String()
 }
@@ -130,6 +129,16 @@ func TestClientCommands_SendStatusFlushDead_AgainstRunningAgent(t *testing.T) {
 		t.Fatalf("send: exit %d, out %q, err %q", code, out, stderr)
 	}
 
+	lines := `{"type":"identify","userId":"u-stdin-1","traits":{"plan":"pro"}}` + "\n\n" + `{"event":"Piped","userId":"u-stdin-2"}` + "\n"
+	code, out, stderr = runCLI(t, cwd, cli, lines, "send", "--agent", a.url)
+	if code != 0 || !strings.Contains(out, "sent 2 event(s)") {
+		t.Fatalf("send from stdin: exit %d, out %q, err %q", code, out, stderr)
+	}
+	code, _, stderr = runCLI(t, cwd, cli, `{"userId":"no-type"}`, "send", "--agent", a.url)
+	if code != 2 || !strings.Contains(stderr, "stdin line 1") {
+		t.Errorf("send of an event with no inferable type: exit %d, err %q; want 2 naming the line", code, stderr)
+	}
+
 	code, out, stderr = runCLI(t, cwd, cli, "", "status", "--json", "--agent", a.url)
 	if code != 0 {
 		t.Fatalf("status: exit %d: %s", code, stderr)
@@ -137,16 +146,16 @@ func TestClientCommands_SendStatusFlushDead_AgainstRunningAgent(t *testing.T) {
 	var st struct {
 		Queue struct{ Events int64 }
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Queue.Events != 2 {
-		t.Fatalf("status --json = %s (%v), want 2 queued events (batch.interval is 1h)", out, err)
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Queue.Events != 4 {
+		t.Fatalf("status --json = %s (%v), want 4 queued events (batch.interval is 1h)", out, err)
 	}
 
 	code, out, stderr = runCLI(t, cwd, cli, "", "flush", "--wait", "10s", "--agent", a.url)
 	if code != 0 || !strings.Contains(out, "queue is empty") {
 		t.Fatalf("flush: exit %d, out %q, err %q", code, out, stderr)
 	}
-	if got := s.Stats().Unique; got != 2 {
-		t.Errorf("after flush the sink has %d events, want 2", got)
+	if got := s.Stats().Unique; got != 4 {
+		t.Errorf("after flush the sink has %d events, want 4", got)
 	}
 
 	code, out, stderr = runCLI(t, cwd, cli, "", "status", "--agent", a.url)

@@ -92,11 +92,18 @@ type proc struct {
 // start runs outbox with args in dir (its working directory) and env.
 func start(t testing.TB, dir string, env map[string]string, args ...string) *proc {
 	t.Helper()
+	return startIn(t, dir, env, "", args...)
+}
+
+// startIn is start with stdin as the process's standard input.
+func startIn(t testing.TB, dir string, env map[string]string, stdin string, args ...string) *proc {
+	t.Helper()
 	p := &proc{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(outboxBin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Env = environ(env)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	p.cmd.Stdin = strings.NewReader(stdin)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

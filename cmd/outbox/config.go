@@ -239,6 +239,3 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
-
-// shutdownDeadline is the latest `outbox run` may take from the first signal to exit.
-func (c *Config) shutdownDeadline() time.Duration { return c.Shutdown.Timeout + time.Second }

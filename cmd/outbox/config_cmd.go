@@ -14,6 +14,10 @@ import (
 const redacted = "<redacted>"
 
 func newConfigCommand(a *app) *cobra.Command {
+	var keyList strings.Builder
+	for i := range keys {
+		fmt.Fprintf(&keyList, "  %-30s %s (default %s)\n", keys[i].key, keys[i].help, orDash(keys[i].def))
+	}
 	return &cobra.Command{
 		Use:   "config",
 		Short: "Print the effective configuration and where each value came from",
@@ -26,7 +30,10 @@ It checks the configuration exactly as "outbox run" does, so an unknown key or a
 is reported here too (exit code 2), naming the key and its source.
 
 Sizes print in bytes; in the file or environment they accept KB, MB, GB (powers of 1000) and
-KiB, MiB, GiB (powers of 1024). Durations are Go durations (500ms, 30s, 12h).`,
+KiB, MiB, GiB (powers of 1024). Durations are Go durations (500ms, 30s, 12h).
+
+Keys (environment: OUTBOX_ + key in upper case with "." as "_"):
+` + keyList.String(),
 		Example: `  outbox config
   outbox config --config /etc/outbox/outbox.yaml
   OUTBOX_BATCH_INTERVAL=1s outbox config --listen 127.0.0.1:9000`,
