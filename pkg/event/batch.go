@@ -31,22 +31,28 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 		return nil, nil
 	}
 
+	// One allocation for all events. An event may reserve no more than the
+	// size limit: a big batch-level context merged into many events costs
+	// memory only for events that are accepted.
 	extra := in.extra()
 	total := 0
 	for k := range evs {
-		total += evs[k].p.end + extra
+		total += min(evs[k].p.end+extra, in.max)
 	}
 	arena := make([]byte, 0, total)
 	out := make([][]byte, len(evs))
 	for k := range evs {
 		ev, p := body[evs[k].off:], &evs[k].p
 		in.mark(ev, p)
-		o, bad := in.emit(arena[len(arena):], ev, p)
+		dst := arena[len(arena):]
+		o, bad := in.emit(dst, ev, p)
 		if bad != nil {
 			bad.Index = k
 			return nil, bad
 		}
-		arena = arena[:len(arena)+len(o)]
+		if cap(o) == cap(dst) { // it fitted, as every event within the limit does
+			arena = arena[:len(arena)+len(o)]
+		}
 		out[k] = o[:len(o):len(o)]
 	}
 	return out, nil

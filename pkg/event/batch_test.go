@@ -233,3 +233,32 @@ func manyKeys(n int) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestParseBatch_BigBatchContextMergedIntoEveryEvent(t *testing.T) {
+	// 200 events that each receive a 20 KB batch-level context: every event
+	// is within the 32 KB limit and carries the whole context.
+	ctx := `{"blob":"` + strings.Repeat("c", 20000) + `"}`
+	body := `{"context":` + ctx + `,"batch":[` + strings.Repeat(`{"type":"page","userId":"u"},`, 199) + `{"type":"page","userId":"u"}]}`
+	evs, err := event.ParseBatch([]byte(body), opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		if !bytes.Contains(ev, []byte(`"blob":"cccc`)) || len(ev) < 20000 {
+			t.Fatalf("event %d lacks the batch context: %d bytes", i, len(ev))
+		}
+	}
+}
+
+func TestEventtest_TrackEventsAreExactly535Bytes(t *testing.T) {
+	for _, i := range []int{0, 9, 12345, 999999999} {
+		for name, ev := range map[string][]byte{"Track": eventtest.Track(i), "TrackBare": eventtest.TrackBare(i)} {
+			if len(ev) != eventtest.TrackSize {
+				t.Errorf("%s(%d) is %d bytes, want %d", name, i, len(ev), eventtest.TrackSize)
+			}
+			if _, err := event.Normalize(ev, "", opts()); err != nil {
+				t.Errorf("%s(%d) is not a valid event: %v", name, i, err)
+			}
+		}
+	}
+}

@@ -29,7 +29,8 @@
 //     or "" gets the intake time in UTC with milliseconds
 //     (2024-05-01T12:00:00.000Z). receivedAt is never set.
 //   - context must be an object (or null); context.library is kept when
-//     present, else set to Options.Library. integrations must be an object
+//     present (whatever its value, null included), else set to
+//     Options.Library, inserted as the context's first member. integrations must be an object
 //     (or null).
 //   - A top-level key sent twice is an error (which value would a collector
 //     keep?). Keys repeated inside nested objects are kept as sent.
@@ -47,6 +48,14 @@
 // bad event gives an *Error with its 0-based Index and no event is
 // returned. An empty batch is accepted and yields no events (Segment answers
 // 200 to it).
+//
+// # Cost
+//
+// Normalize allocates once (the output); ParseBatch allocates three times
+// per request (the events share one buffer). Decoding happens only for keys
+// and values that hold backslash escapes. BenchmarkNormalize and
+// BenchmarkParseBatch report events/s on 535-byte track events
+// (eventtest.Track).
 //
 // The request size limit (DefaultMaxRequestBytes) is enforced by whoever
 // reads the body, before decompressed bytes reach ParseBatch.
