@@ -13,8 +13,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
-// closeGrace bounds Close after the run: with the queue drained it returns at once; after the
-// deadline it only cancels the attempt in flight and closes the store.
+// closeGrace bounds Close after a drained run, which returns at once in practice.
 const closeGrace = 2 * time.Second
 
 // execute runs the sequences through an uploader on a fresh temporary data directory, waits
@@ -48,13 +47,18 @@ func execute(ctx context.Context, in *input, timeout time.Duration, log *slog.Lo
 	if err != nil {
 		err = explainStop(runCtx, err, timeout)
 		if left := c.Stats().Queue.Events; left > 0 {
-			err = fmt.Errorf("%w (%d events not delivered)", err, left)
+			err = fmt.Errorf("%w (%d event(s) not delivered)", err, left)
 		}
 		problems = append(problems, err.Error())
 	}
 
+	// A run that gave up stops at once (the attempt in flight is cancelled); a drained one
+	// closes within closeGrace (at once in practice: nothing is left to upload).
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), closeGrace)
 	defer cancelClose()
+	if err != nil {
+		cancelClose()
+	}
 	if err := c.Close(closeCtx); err != nil {
 		problems = append(problems, fmt.Sprintf("close the uploader: %v", err))
 	}

@@ -52,10 +52,22 @@ type outcome struct {
 }
 
 // runCLI runs the binary with --input in (a string is passed as is, anything else is JSON
-// encoded) and args. It checks the output contract on every run: exactly one JSON line on
-// stdout with success and sentBatches (and error exactly when success is false), and the
-// temporary data directory gone at exit (TMPDIR is a fresh directory that must end empty).
+// encoded) and args, and checks the output contract (see process.finish).
 func runCLI(t *testing.T, in any, args ...string) outcome {
+	t.Helper()
+	p := startCLI(t, in, args...)
+	return p.finish(t)
+}
+
+// process is a started run of the binary.
+type process struct {
+	cmd            *exec.Cmd
+	tmp            string
+	stdout, stderr bytes.Buffer
+}
+
+// startCLI starts the binary with TMPDIR set to a fresh directory, which must end empty.
+func startCLI(t *testing.T, in any, args ...string) *process {
 	t.Helper()
 	doc, ok := in.(string)
 	if !ok {
@@ -65,15 +77,25 @@ func runCLI(t *testing.T, in any, args ...string) outcome {
 		}
 		doc = string(b)
 	}
-	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"--input", doc}, args...)...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	out := outcome{Stderr: stderr.String()}
+	t.Cleanup(cancel)
+	p := &process{tmp: t.TempDir()}
+	p.cmd = exec.CommandContext(ctx, binPath, append([]string{"--input", doc}, args...)...)
+	p.cmd.Env = append(os.Environ(), "TMPDIR="+p.tmp)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start e2e-cli: %v", err)
+	}
+	return p
+}
+
+// finish waits for the process and checks the output contract on every run: exactly one JSON
+// line on stdout with success and sentBatches (and error exactly when success is false), and
+// the temporary data directory gone at exit.
+func (p *process) finish(t *testing.T) outcome {
+	t.Helper()
+	err := p.cmd.Wait()
+	out := outcome{Stderr: p.stderr.String()}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -82,8 +104,8 @@ func runCLI(t *testing.T, in any, args ...string) outcome {
 	default:
 		t.Fatalf("run e2e-cli: %v\nstderr:\n%s", err, out.Stderr)
 	}
-	out.result = decodeLine(t, stdout.String(), out.Stderr)
-	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+	out.result = decodeLine(t, p.stdout.String(), out.Stderr)
+	if left, _ := os.ReadDir(p.tmp); len(left) != 0 {
 		t.Errorf("temporary data directory left behind: %v", left)
 	}
 	return out
