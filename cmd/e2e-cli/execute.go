@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ func execute(ctx context.Context, in *input, timeout time.Duration, log *slog.Lo
 	if err != nil {
 		return result{Error: fmt.Sprintf("open the uploader: %v", err)}
 	}
-	log.Info("e2e run", "endpoint", in.Endpoint, "sequences", len(in.Sequences), "timeout", timeout)
+	log.Info("e2e run", "endpoint", redacted(in.Endpoint), "sequences", len(in.Sequences), "timeout", timeout)
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -133,6 +134,15 @@ func eventReason(e *event.Error) string {
 		return e.Field + ": " + e.Reason
 	}
 	return e.Reason
+}
+
+// redacted hides a password in the endpoint's userinfo, if any.
+func redacted(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
 }
 
 // explainStop turns an error caused by the run's context into what happened to the run.
