@@ -1,0 +1,305 @@
+package uploader_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+func TestNetworkErrorClass_ByType(t *testing.T) {
+	dial := func(err error) error {
+		return &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1/batch",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)}}
+	}
+	conn := func(op string, err error) error {
+		return &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1/batch",
+			Err: &net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, err)}}
+	}
+	tests := []struct {
+		name string
+		err  error
+		want uploader.NetErrorClass
+	}{
+		{"DNS failure is never sent", &url.Error{Op: "Post", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}}, uploader.NeverSent},
+		{"bare DNS error is never sent", &net.DNSError{Err: "server misbehaving", Name: "x"}, uploader.NeverSent},
+		{"connection refused is never sent", dial(syscall.ECONNREFUSED), uploader.NeverSent},
+		{"host unreachable is never sent", dial(syscall.EHOSTUNREACH), uploader.NeverSent},
+		{"network unreachable is never sent", dial(syscall.ENETUNREACH), uploader.NeverSent},
+		{"connect timeout is never sent", dial(os.ErrDeadlineExceeded), uploader.NeverSent},
+		{"bare ECONNREFUSED is never sent", syscall.ECONNREFUSED, uploader.NeverSent},
+		{"TLS record header error is never sent", fmt.Errorf("Post: %w", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), uploader.NeverSent},
+		{"TLS local alert is never sent", fmt.Errorf("Post: %w", tls.AlertError(40)), uploader.NeverSent},
+		{"TLS remote alert is never sent", &net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}, uploader.NeverSent},
+		{"untrusted certificate is never sent", &url.Error{Op: "Post", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}, uploader.NeverSent},
+		{"hostname mismatch is never sent", x509.HostnameError{Host: "example.com"}, uploader.NeverSent},
+		{"expired certificate is never sent", x509.CertificateInvalidError{Reason: x509.Expired}, uploader.NeverSent},
+		{"an error marked not written is never sent", fmt.Errorf("%w: %w", uploader.ErrRequestNotWritten, io.EOF), uploader.NeverSent},
+		{"reset after writing may have been sent", conn("read", syscall.ECONNRESET), uploader.MaybeSent},
+		{"broken pipe while writing may have been sent", conn("write", syscall.EPIPE), uploader.MaybeSent},
+		{"EOF may have been sent", &url.Error{Op: "Post", Err: io.EOF}, uploader.MaybeSent},
+		{"unexpected EOF may have been sent", io.ErrUnexpectedEOF, uploader.MaybeSent},
+		{"read timeout may have been sent", conn("read", os.ErrDeadlineExceeded), uploader.MaybeSent},
+		{"context deadline may have been sent", &url.Error{Op: "Post", Err: context.DeadlineExceeded}, uploader.MaybeSent},
+		{"an unknown error may have been sent", errors.New("malformed HTTP response"), uploader.MaybeSent},
+		{"an error message mentioning refusal is not trusted", errors.New("connection refused"), uploader.MaybeSent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := uploader.NetworkErrorClass(tt.err); got != tt.want {
+				t.Fatalf("NetworkErrorClass(%v) = %q, want %q", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// manualDeadline is a context whose deadline the test triggers: Done closes and Err becomes
+// context.DeadlineExceeded when expire is called, so a timeout is tested without waiting for one.
+type manualDeadline struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newManualDeadline() *manualDeadline {
+	return &manualDeadline{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (m *manualDeadline) Done() <-chan struct{} { return m.done }
+func (m *manualDeadline) expire()               { m.once.Do(func() { close(m.done) }) }
+func (m *manualDeadline) Err() error {
+	select {
+	case <-m.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// rawServer accepts TCP connections on 127.0.0.1 and hands each to handle, with a channel
+// closed when the test ends (a handler that holds a connection waits on it).
+func rawServer(t *testing.T, handle func(c *net.TCPConn, done <-chan struct{})) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); _ = ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { handle(c.(*net.TCPConn), done) })
+		}
+	})
+	return ln.Addr().String()
+}
+
+// readRequest reads one whole HTTP request (headers and body) from c.
+func readRequest(c net.Conn) error {
+	req, err := http.ReadRequest(bufio.NewReader(c))
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, req.Body)
+	return err
+}
+
+// attempt posts a small batch the way the uploader does, optionally through a SendTrace, and
+// returns the classified outcome.
+func attempt(t *testing.T, client *http.Client, ctx context.Context, rawURL string, traced bool) uploader.Outcome {
+	t.Helper()
+	var st uploader.SendTrace
+	if traced {
+		ctx = st.Context(ctx)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, strings.NewReader(`{"batch":[{"type":"track"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if resp != nil {
+		_ = resp.Body.Close()
+	}
+	if traced {
+		err = st.Wrap(err)
+	}
+	if err == nil {
+		t.Fatalf("POST %s succeeded with %d; the test expects a transport error", rawURL, resp.StatusCode)
+	}
+	return uploader.Classify(resp, err, time.Now())
+}
+
+func newClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	return &http.Client{Transport: tr}
+}
+
+func TestNetworkErrorClass_RealSockets(t *testing.T) {
+	closedPort := func(t *testing.T) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		_ = ln.Close()
+		return "http://" + addr + "/v1/batch"
+	}
+	resetAfterRequest := func(t *testing.T) string {
+		return "http://" + rawServer(t, func(c *net.TCPConn, _ <-chan struct{}) {
+			if readRequest(c) == nil {
+				_ = c.SetLinger(0) // Close sends RST, not FIN
+			}
+			_ = c.Close()
+		}) + "/v1/batch"
+	}
+	untrustedTLS := func(t *testing.T) string {
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/v1/batch"
+	}
+	tests := []struct {
+		name   string
+		server func(*testing.T) string
+		want   uploader.NetErrorClass
+	}{
+		{"a closed port is never sent", closedPort, uploader.NeverSent},
+		{"a reset after the request was read may have been sent", resetAfterRequest, uploader.MaybeSent},
+		{"an untrusted self-signed certificate is never sent", untrustedTLS, uploader.NeverSent},
+	}
+	for _, tt := range tests {
+		for _, traced := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/traced=%v", tt.name, traced), func(t *testing.T) {
+				o := attempt(t, newClient(), context.Background(), tt.server(t), traced)
+				if o.Class != uploader.ClassRetryable || o.NetError != tt.want || o.Status != 0 {
+					t.Fatalf("got %+v (%v), want retryable %s", o, o.Err, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestNetworkErrorClass_ServerNeverAnswers: a listener that reads the request and never
+// answers; the attempt ends by a client timeout and may have been sent.
+func TestNetworkErrorClass_ServerNeverAnswers(t *testing.T) {
+	read := make(chan struct{}, 1)
+	addr := rawServer(t, func(c *net.TCPConn, done <-chan struct{}) {
+		defer c.Close()
+		if readRequest(c) == nil {
+			select {
+			case read <- struct{}{}:
+			case <-done:
+			}
+		}
+		<-done
+	})
+	rawURL := "http://" + addr + "/v1/batch"
+
+	t.Run("http.Client.Timeout", func(t *testing.T) {
+		// The server never answers, so a short client timeout is the only way this attempt ends;
+		// nothing is asserted about timing.
+		client := newClient()
+		client.Timeout = 50 * time.Millisecond
+		o := attempt(t, client, context.Background(), rawURL, false)
+		if o.Class != uploader.ClassRetryable || o.NetError != uploader.MaybeSent || !errors.Is(o.Err, context.DeadlineExceeded) {
+			t.Fatalf("got %+v (%v), want retryable maybe_sent matching context.DeadlineExceeded", o, o.Err)
+		}
+		<-read
+	})
+	t.Run("context deadline after the request was read, traced", func(t *testing.T) {
+		ctx := newManualDeadline()
+		go func() { <-read; ctx.expire() }()
+		o := attempt(t, newClient(), ctx, rawURL, true)
+		if o.Class != uploader.ClassRetryable || o.NetError != uploader.MaybeSent || !errors.Is(o.Err, context.DeadlineExceeded) {
+			t.Fatalf("got %+v (%v), want retryable maybe_sent matching context.DeadlineExceeded", o, o.Err)
+		}
+	})
+}
+
+// TestSendTrace_TimeoutDuringTLSHandshakeIsNeverSent: a listener that accepts but never
+// completes the TLS handshake. From the error alone the timeout looks maybe sent; the trace
+// knows the request was never written.
+func TestSendTrace_TimeoutDuringTLSHandshakeIsNeverSent(t *testing.T) {
+	accepted := make(chan struct{}, 2)
+	addr := rawServer(t, func(c *net.TCPConn, done <-chan struct{}) {
+		defer c.Close()
+		select {
+		case accepted <- struct{}{}:
+		case <-done:
+		}
+		<-done
+	})
+	for _, tt := range []struct {
+		traced bool
+		want   uploader.NetErrorClass
+	}{{false, uploader.MaybeSent}, {true, uploader.NeverSent}} {
+		t.Run(fmt.Sprintf("traced=%v", tt.traced), func(t *testing.T) {
+			ctx := newManualDeadline()
+			go func() { <-accepted; ctx.expire() }()
+			o := attempt(t, newClient(), ctx, "https://"+addr+"/v1/batch", tt.traced)
+			if o.Class != uploader.ClassRetryable || o.NetError != tt.want || !errors.Is(o.Err, context.DeadlineExceeded) {
+				t.Fatalf("got %+v (%v), want retryable %s matching context.DeadlineExceeded", o, o.Err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSendTrace_CanceledContextStaysAborted(t *testing.T) {
+	accepted := make(chan struct{}, 1)
+	addr := rawServer(t, func(c *net.TCPConn, done <-chan struct{}) {
+		defer c.Close()
+		select {
+		case accepted <- struct{}{}:
+		case <-done:
+		}
+		<-done
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-accepted; cancel() }()
+	o := attempt(t, newClient(), ctx, "http://"+addr+"/v1/batch", true)
+	if o.Class != uploader.ClassAborted || !errors.Is(o.Err, context.Canceled) || o.NetError != "" {
+		t.Fatalf("got %+v (%v), want aborted with context.Canceled", o, o.Err)
+	}
+}
+
+func TestSendTrace_WrapKeepsNilAndWrittenErrors(t *testing.T) {
+	var st uploader.SendTrace
+	if st.Wrap(nil) != nil {
+		t.Fatal("Wrap(nil) is not nil")
+	}
+	err := st.Wrap(io.EOF)
+	if !errors.Is(err, uploader.ErrRequestNotWritten) || !errors.Is(err, io.EOF) {
+		t.Fatalf("Wrap before any write = %v, want ErrRequestNotWritten wrapping io.EOF", err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	req, _ := http.NewRequestWithContext(st.Context(context.Background()), http.MethodPost, srv.URL, strings.NewReader("{}"))
+	resp, err := newClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if !st.Written() || st.Wrap(io.EOF) != io.EOF {
+		t.Fatal("after a written request, Wrap must return the error unchanged")
+	}
+}
