@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -83,5 +84,28 @@ func TestRateLimit_CapsEachWait(t *testing.T) {
 		if d, err := r.Next(tt.in); err != nil || d != tt.want {
 			t.Errorf("Next(%s) = %s, %v; want %s", tt.in, d, err, tt.want)
 		}
+	}
+}
+
+func TestRateLimit_DefaultEpisodeOnAutoClockGrants144FiveMinuteWaits(t *testing.T) {
+	clock := budgettest.NewAuto(time.Time{})
+	b := budget.New(budget.DefaultConfig(), clock, nil)
+	start, waits := clock.Now(), 0
+	for {
+		d, err := b.RateLimited(time.Hour) // capped to 300s
+		if err != nil {
+			if !errors.Is(err, budget.ErrSpent) {
+				t.Fatal(err)
+			}
+			break
+		}
+		if err := budget.Sleep(context.Background(), clock, d, nil); err != nil {
+			t.Fatal(err)
+		}
+		waits++
+	}
+	if waits != 144 || clock.Now().Sub(start) != 12*time.Hour || b.Retries() != 0 || b.Attempts() != 145 {
+		t.Fatalf("waits %d over %s, retries %d, attempts %d; want 144 over 12h, 0, 145",
+			waits, clock.Now().Sub(start), b.Retries(), b.Attempts())
 	}
 }
