@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/sink"
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+// e2eResult is what an end-to-end run measured.
+type e2eResult struct {
+	events     int
+	unique     int64
+	duplicates int64
+	enqueued   time.Duration // first enqueue → last producer done
+	elapsed    time.Duration // first enqueue → the sink holds every event
+}
+
+func (r e2eResult) rate() float64 { return float64(r.unique) / r.elapsed.Seconds() }
+
+// e2eLibrary runs producers goroutines calling uploader.Client.Enqueue (one event per call,
+// 535 bytes, queue.sync: always) on a fresh queue while its worker drains to a live
+// loopback sink with gzip, and measures from the first Enqueue until the sink holds all n
+// distinct messageIds.
+func e2eLibrary(ctx context.Context, gen payloadFunc, dir string, n, producers, perCall int, limit time.Duration) (e2eResult, error) {
+	res := e2eResult{events: n}
+	s, err := startSink(sink.Script{})
+	if err != nil {
+		return res, err
+	}
+	defer s.Close()
+	cfg := uploader.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Upload.Endpoint = s.endpoint()
+	cfg.Queue.MaxBytes = 64 << 30
+	c, err := uploader.Open(cfg)
+	if err != nil {
+		return res, fmt.Errorf("open client: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.Close(cctx)
+	}()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var (
+		next    atomic.Int64
+		errOnce sync.Once
+		firstEr error
+		wg      sync.WaitGroup
+	)
+	calls := (n + perCall - 1) / perCall
+	start := time.Now()
+	for range producers {
+		wg.Go(func() {
+			evs := make([]any, 0, perCall)
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= calls || ctx.Err() != nil {
+					return
+				}
+				evs = evs[:0]
+				for i := k * perCall; i < min((k+1)*perCall, n); i++ {
+					evs = append(evs, gen(i))
+				}
+				if err := c.Enqueue(ctx, evs...); err != nil {
+					errOnce.Do(func() { firstEr = err; cancel() })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res.enqueued = time.Since(start)
+	if firstEr != nil {
+		return res, fmt.Errorf("enqueue: %w", firstEr)
+	}
+	err = s.Wait(ctx, func(st sink.Stats) bool { return st.Unique >= int64(n) })
+	res.elapsed = time.Since(start)
+	st := s.Stats()
+	res.unique, res.duplicates = st.Unique, st.Duplicates
+	if err != nil {
+		return res, fmt.Errorf("end to end: sink holds %d of %d events: %w", st.Unique, n, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/event/eventtest"
+)
+
+// ingestLoad describes an HTTP load on POST /v1/batch: clients concurrent clients, each
+// sending perRequest events per request, events first .. first+total-1 (made by gen, so every
+// messageId is distinct).
+type ingestLoad struct {
+	url        string      // the agent's base URL
+	gen        payloadFunc // event i of the run
+	clients    int
+	perRequest int
+	first      int
+	total      int
+}
+
+// loadResult is what an ingest load measured.
+type loadResult struct {
+	events   int
+	requests int
+	elapsed  time.Duration // first request sent → last answer read
+}
+
+func (r loadResult) rate() float64 { return float64(r.events) / r.elapsed.Seconds() }
+
+// run sends the load and fails on the first answer that is not 200.
+func (l ingestLoad) run(ctx context.Context) (loadResult, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: l.clients, MaxConnsPerHost: l.clients}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: time.Minute}
+	nreq := (l.total + l.perRequest - 1) / l.perRequest
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next    atomic.Int64
+		sent    atomic.Int64
+		errOnce sync.Once
+		firstEr error
+		wg      sync.WaitGroup
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { firstEr = err; cancel() })
+	}
+	start := time.Now()
+	for range l.clients {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= nreq || ctx.Err() != nil {
+					return
+				}
+				n := min(l.perRequest, l.total-k*l.perRequest)
+				body := eventtest.Batch(n, l.first+k*l.perRequest, l.gen)
+				if err := postOnce(ctx, hc, l.url+"/v1/batch", body); err != nil {
+					fail(fmt.Errorf("request %d: %w", k, err))
+					return
+				}
+				sent.Add(int64(n))
+			}
+		})
+	}
+	wg.Wait()
+	res := loadResult{events: int(sent.Load()), requests: nreq, elapsed: time.Since(start)}
+	return res, firstEr
+}
+
+// postOnce posts one batch body and wants a 200.
+func postOnce(ctx context.Context, hc *http.Client, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %s", res.StatusCode, bytes.TrimSpace(msg))
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line flags.
+type options struct {
+	events          int           // N: events of the agent, drain and end-to-end runs
+	faultEvents     int           // events of the drain under faults
+	ceilingEvents   int           // events of the bbolt and gzip ceilings
+	enqueueFor      time.Duration // length of each library Enqueue run
+	clients         int           // concurrent HTTP clients of the ingest load
+	perRequest      int           // events per ingest request
+	producers       int           // goroutines of the library end-to-end run
+	perCall         int           // events per Enqueue call in the library end-to-end run
+	shutdownTimeout time.Duration // shutdown.timeout given to the agent
+	hold            time.Duration // how long the agent holds N events before SIGTERM
+	drainLimit      time.Duration // give up on one drain after this long
+	bin             string        // the outbox binary
+	dir             string        // where the temporary data directories go
+	keep            bool          // keep the data directories and agent logs
+	quick           bool
+	only            string // comma-separated sections
+	seed            uint64 // fault script seed
+	payload         string // track | varied
+	cpuprofile      string
+}
+
+// allSections are the sections of the suite, in run order.
+func allSections() []string { return []string{"ceiling", "enqueue", "agent", "faults", "e2e"} }
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("outbox-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `outbox-bench: outbox's benchmark suite and load generator (docs/BENCHMARKS.md).
+
+It prints one table: durable ingest (agent HTTP and library Enqueue) against a raw bbolt
+ceiling, the drain of N queued events against gzip alone, the drain under faults, end to end,
+the agent's memory, restart and SIGTERM times and its file size after a drain. The agent rows
+run the real binary (-outbox, built by 'make build') as a subprocess.
+
+Usage: go run ./cmd/outbox-bench [flags]
+
+`)
+		fs.PrintDefaults()
+	}
+	fs.IntVar(&o.events, "events", 1_000_000, "N: events queued, drained and sent end to end (-quick: 100000)")
+	fs.IntVar(&o.faultEvents, "fault-events", 100_000, "events drained under faults; bounded by real Retry-After and backoff waits (-quick: 20000)")
+	fs.IntVar(&o.ceilingEvents, "ceiling-events", 200_000, "events written for the bbolt ceiling and compressed for the gzip ceiling (-quick: 50000)")
+	fs.DurationVar(&o.enqueueFor, "enqueue-for", 5*time.Second, "length of each library Enqueue run (-quick: 2s)")
+	fs.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients of the agent ingest load")
+	fs.IntVar(&o.perRequest, "per-request", 100, "events per POST /v1/batch request")
+	fs.IntVar(&o.producers, "producers", 64, "goroutines calling Enqueue in the library end-to-end run")
+	fs.IntVar(&o.perCall, "per-call", 1, "events per Enqueue call in the library end-to-end run")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 25*time.Second, "shutdown.timeout given to the agent")
+	fs.DurationVar(&o.hold, "hold", 2*time.Second, "how long the agent holds N events (memory sampled) before SIGTERM")
+	fs.DurationVar(&o.drainLimit, "drain-limit", 5*time.Minute, "give up on one drain or end-to-end run after this long")
+	fs.StringVar(&o.bin, "outbox", "bin/outbox", "path of the outbox binary (make build)")
+	fs.StringVar(&o.dir, "dir", "", "parent of the temporary data directories (default $TMPDIR); needs about 3 KB per event of N free")
+	fs.BoolVar(&o.keep, "keep", false, "keep the data directories and agent logs")
+	fs.BoolVar(&o.quick, "quick", false, "small sizes for a quick check (N 100000, faults 20000, ceilings 50000, 2s Enqueue runs)")
+	fs.StringVar(&o.only, "only", strings.Join(allSections(), ","), "comma-separated sections to run: "+strings.Join(allSections(), ","))
+	fs.StringVar(&o.payload, "payload", "varied", "events: varied (eventtest.Track with pseudo-random padding, gzip about 8:1) or track (eventtest.Track as is, gzip about 40:1)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault script")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the in-process library runs) to this file")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["events"] {
+			o.events = 100_000
+		}
+		if !set["fault-events"] {
+			o.faultEvents = 20_000
+		}
+		if !set["ceiling-events"] {
+			o.ceilingEvents = 50_000
+		}
+		if !set["enqueue-for"] {
+			o.enqueueFor = 2 * time.Second
+		}
+	}
+	if o.events < o.perRequest || o.faultEvents < 1 || o.ceilingEvents < 1000 || o.clients < 1 ||
+		o.perRequest < 1 || o.producers < 1 || o.perCall < 1 {
+		return o, fmt.Errorf("sizes must be positive (-events at least -per-request, -ceiling-events at least 1000)")
+	}
+	for _, s := range strings.Split(o.only, ",") {
+		if !contains(allSections(), s) {
+			return o, fmt.Errorf("-only: unknown section %q (want %s)", s, strings.Join(allSections(), ","))
+		}
+	}
+	return o, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if err == flag.ErrHelp {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "outbox-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "outbox-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the selected sections and prints the table to stdout; progress goes to stderr.
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	b, err := newBench(o, stderr)
+	if err != nil {
+		return err
+	}
+	defer b.cleanup()
+	start := time.Now()
+	b.runSections(ctx)
+	fmt.Fprintln(stdout, b.header(time.Since(start)))
+	writeTable(stdout, b.rows())
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if b.failed > 0 {
+		return fmt.Errorf("%d measurement(s) failed (see the errors above and in the table)", b.failed)
+	}
+	return nil
+}
