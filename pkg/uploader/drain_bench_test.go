@@ -1,0 +1,115 @@
+package uploader
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/sink"
+)
+
+// benchEvents is the queue size each drain iteration empties. The full-size run (1,000,000
+// events, SPEC section 11) is the bench tool's job; this keeps `go test -bench` short.
+const benchEvents = 20000
+
+// benchEvent returns a normalised-looking event of about 535 bytes. Its padding varies with
+// i, so that gzip does not see one repeated byte.
+func benchEvent(i int) []byte {
+	var pad strings.Builder
+	for x := uint32(i)*2654435761 + 1; pad.Len() < 535-275; x = x*1103515245 + 12345 {
+		pad.WriteByte("abcdefghijklmnopqrstuvwxyz0123456789"[(x>>16)%36])
+	}
+	return fmt.Appendf(nil, `{"type":"track","event":"Benchmark Event","userId":"user-%08d","messageId":"bench-%010d",`+
+		`"timestamp":"2025-01-01T00:00:00.000Z","properties":{"plan":"pro","amount":42.5,"pad":"%s"},`+
+		`"context":{"library":{"name":"outbox","version":"dev"}}}`, i%1000, i, pad.String())
+}
+
+// fillQueue writes n events into dir's queue and closes it.
+func fillQueue(b *testing.B, dir string, n int) {
+	b.Helper()
+	q, err := queue.Open(dir, queue.Config{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunk := make([][]byte, 0, 1000)
+	for i := 0; i < n; i++ {
+		chunk = append(chunk, benchEvent(i))
+		if len(chunk) == cap(chunk) || i == n-1 {
+			if err := q.Enqueue(context.Background(), chunk...); err != nil {
+				b.Fatal(err)
+			}
+			chunk = chunk[:0]
+		}
+	}
+	if err := q.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkDrain measures events/s from a pre-filled queue into a loopback sink, with gzip on
+// and off, next to the gzip-only ceiling: compressing the same bodies with the same pooled
+// writers and nothing else.
+func BenchmarkDrain(b *testing.B) {
+	for _, gz := range []bool{true, false} {
+		b.Run(fmt.Sprintf("gzip=%t", gz), func(b *testing.B) {
+			s, err := sink.Start("127.0.0.1:0", sink.Options{DiscardEvents: true, NoValidate: true, MaxRequests: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dir := b.TempDir()
+				fillQueue(b, dir, benchEvents)
+				cfg := DefaultConfig()
+				cfg.DataDir = dir
+				cfg.Upload.Endpoint = s.URL() + "/v1/batch"
+				cfg.Upload.Gzip = gz
+				cfg.Queue.Sync = "none"
+				want := s.Stats().Events + benchEvents
+				b.StartTimer()
+				start := time.Now()
+				c, err := Open(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				err = s.Wait(ctx, func(st sink.Stats) bool { return st.Events >= want })
+				total += time.Since(start)
+				b.StopTimer()
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = c.Close(context.Background())
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(benchEvents*b.N)/total.Seconds(), "events/s")
+		})
+	}
+	b.Run("gzip-only", func(b *testing.B) {
+		enc := newEncoder(true)
+		batch := make([][]byte, DefaultBatchMaxEvents)
+		for i := range batch {
+			batch[i] = benchEvent(i)
+		}
+		batches := benchEvents / len(batch)
+		b.SetBytes(int64(batches * EncodedSize(batch)))
+		b.ResetTimer()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			for j := 0; j < batches; j++ {
+				body, err := enc.encode(batch, time.Now())
+				if err != nil {
+					b.Fatal(err)
+				}
+				body.Release()
+			}
+		}
+		b.ReportMetric(float64(batches*len(batch)*b.N)/time.Since(start).Seconds(), "events/s")
+	})
+}
