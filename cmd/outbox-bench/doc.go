@@ -1,0 +1,36 @@
+// Command outbox-bench is outbox's benchmark suite (`make bench`) and a load generator for
+// sizing a deployment. It prints one Markdown table; docs/BENCHMARKS.md records the latest
+// one and how to read it.
+//
+// # What runs
+//
+//	ceiling   raw bbolt (1000 × 500-byte values per fsync'd tx, increasing KSUID keys,
+//	          FillPercent 1.0) and gzip alone on the drain's bodies (klauspost, BestSpeed)
+//	enqueue   uploader.Client.Enqueue, one event per call, 1, 8 and 64 goroutines, for
+//	          -enqueue-for each; the worker is parked by a collector answering
+//	          429 Retry-After: 300
+//	agent     the real binary (-outbox, default bin/outbox) as a subprocess:
+//	            1. N events over POST /v1/batch (-clients × -per-request) into an empty data
+//	               directory while the collector answers 429 Retry-After: 300 (ingest rate,
+//	               peak RssAnon with N queued), then SIGTERM while the worker sits in that
+//	               300 s wait (time to exit vs shutdown.timeout);
+//	            2. a restart on the same directory against a live loopback sink with gzip:
+//	               time to GET /readyz 200, the drain of all N, peak RssAnon while
+//	               draining, the file size once drained (after the store's compaction)
+//	faults    -fault-events queued events drained in process against 20% 503 and
+//	          5% 429 + Retry-After: 1: events/s, retries and waits, events lost (distinct
+//	          messageIds at the sink vs enqueued) — bound by the real waits
+//	e2e       end to end, first enqueue → the sink holds all N distinct messageIds, gzip on,
+//	          queue.sync always: through the library (-producers goroutines calling
+//	          Enqueue) and through the agent (-clients × -per-request over HTTP)
+//
+// Every collector is a pkg/sink on 127.0.0.1 that keeps counters only. Events are 535 bytes
+// with distinct messageIds (-payload varied: eventtest.Track with pseudo-random padding;
+// -payload track: eventtest.Track as is, which gzip shrinks 40-fold). Memory is read from
+// /proc/PID/status every 50 ms. Progress goes to stderr, the table to stdout; the exit code
+// is 1 when a measurement failed (a miss of a target is not a failure).
+//
+// Data directories go under -dir ($TMPDIR by default) and are removed after each step
+// (-keep keeps them and the agent logs); the default N of 1,000,000 needs about 1.5 GB free.
+// The full default run takes 2 to 6 minutes on 2 cores; -quick takes under a minute.
+package main
