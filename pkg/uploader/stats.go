@@ -22,6 +22,9 @@ type QueueStats struct {
 	Events    int64
 	Bytes     int64
 	OldestAge time.Duration // age of the oldest waiting event; 0 when empty
+	// Dropped counts events dropped since Open by reason: "drop_oldest" (queue.when_full),
+	// "dead_overflow" (dead.max_bytes), "checksum" (a record that failed its CRC).
+	Dropped map[string]int64
 }
 
 // DeadStats describes the dead letters.
@@ -99,7 +102,7 @@ func (c *Client) Stats() Stats {
 
 // fillQueueStats copies the queue's part of the snapshot.
 func fillQueueStats(s *Stats, qs queue.Stats, now time.Time) {
-	s.Queue = QueueStats{Events: qs.Events, Bytes: qs.Bytes}
+	s.Queue = QueueStats{Events: qs.Events, Bytes: qs.Bytes, Dropped: qs.Dropped}
 	if !qs.Oldest.IsZero() {
 		s.Queue.OldestAge = max(now.Sub(qs.Oldest), 0)
 	}
