@@ -29,6 +29,9 @@ type action struct {
 
 // attempt makes one attempt of b and routes its outcome (SPEC section 5).
 func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker) action {
+	if c.runCtx.Err() != nil {
+		return action{kind: actStop}
+	}
 	retryCount := bud.Attempts()
 	body, err := c.enc.encode(b.Events, c.now())
 	if err != nil {
@@ -46,12 +49,15 @@ func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker) action 
 	}
 	resp, snippet, took, sendErr := send(c.hc, req, &trace)
 	if c.runCtx.Err() != nil {
-		// Close's deadline cut the attempt: not an outcome, and no budget is spent. The
-		// request may have reached the collector, so the next start counts it as a retry.
-		st := bud.State()
-		st.Attempts++
-		if err := c.q.SaveRetry(b, toQueueState(st)); err != nil {
-			c.log.Warn("save retry state", "error", err)
+		// Close's deadline cut the attempt: not an outcome, and no budget is spent. When the
+		// request was written it may have reached the collector, so the next start counts it
+		// as a retry.
+		if trace.Written() {
+			st := bud.State()
+			st.Attempts++
+			if err := c.q.SaveRetry(b, toQueueState(st)); err != nil {
+				c.log.Warn("save retry state", "error", err)
+			}
 		}
 		return action{kind: actStop}
 	}
