@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
@@ -60,29 +61,25 @@ func (o *flushOptions) run(a *app, cmd *cobra.Command) error {
 		fmt.Fprintln(out, "queue is empty; nothing to flush")
 		return nil
 	}
-	bar := progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(cmd.ErrOrStderr()),
-		progressbar.OptionSetDescription("uploading"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetItsString("events"),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(100*time.Millisecond),
-	)
 	done := make(chan error, 1)
 	var res agent.FlushResult // written by the goroutine before done
 	go func() { done <- c.do(ctx, "POST", "/v1/flush?wait="+o.wait.String(), nil, &res) }()
 	tick := time.NewTicker(flushPoll)
 	defer tick.Stop()
-	var flushErr error
+	var (
+		flushErr error
+		bar      *progressbar.ProgressBar // shown once the flush takes longer than one poll
+	)
 	for waiting := true; waiting; {
 		select {
 		case flushErr = <-done:
 			waiting = false
 		case <-tick.C:
+			if bar == nil {
+				bar = newFlushBar(cmd.ErrOrStderr(), total)
+			}
 		}
-		if err := c.do(ctx, "GET", "/v1/status", nil, &st); err == nil {
+		if err := c.do(ctx, "GET", "/v1/status", nil, &st); err == nil && bar != nil {
 			if left := st.Queue.Events; left > total {
 				total = left
 				bar.ChangeMax64(total)
@@ -90,13 +87,18 @@ func (o *flushOptions) run(a *app, cmd *cobra.Command) error {
 			_ = bar.Set64(total - st.Queue.Events)
 		}
 	}
+	if bar != nil {
+		if st.Queue.Events == 0 {
+			_ = bar.Finish()
+		} else {
+			_ = bar.Exit()
+			fmt.Fprintln(cmd.ErrOrStderr())
+		}
+	}
 	if st.Queue.Events == 0 {
-		_ = bar.Finish()
 		fmt.Fprintf(out, "flushed: %d event(s) uploaded, queue is empty\n", total)
 		return nil
 	}
-	_ = bar.Exit()
-	fmt.Fprintln(cmd.ErrOrStderr())
 	if flushErr != nil {
 		return fmt.Errorf("not flushed: %w", flushErr)
 	}
@@ -108,4 +110,18 @@ func (o *flushOptions) run(a *app, cmd *cobra.Command) error {
 		return fmt.Errorf("not flushed: %d event(s) still queued: %s", st.Queue.Events, res.Error)
 	}
 	return fmt.Errorf("not flushed: %d event(s) still queued after %s; try a longer --wait, and check 'outbox status'", st.Queue.Events, o.wait)
+}
+
+// newFlushBar is the progress bar of `outbox flush`: events uploaded out of those queued.
+func newFlushBar(w io.Writer, total int64) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("uploading"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetItsString("events"),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)
 }
