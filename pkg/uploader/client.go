@@ -3,6 +3,7 @@ package uploader
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -204,7 +205,8 @@ func rawEvent(ev any) ([]byte, error) {
 
 // withIndex sets the index of an *event.Error from Normalize to the argument's position.
 func withIndex(err error, i int) error {
-	if e, ok := err.(*event.Error); ok {
+	var e *event.Error
+	if errors.As(err, &e) {
 		cp := *e
 		cp.Index = i
 		return &cp

@@ -2,9 +2,11 @@ package uploader_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/event"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 	"github.com/outboxhq/outbox/pkg/uploader"
@@ -40,5 +42,21 @@ func TestClient_EnqueueFlush_DeliversWithHeaders(t *testing.T) {
 	}
 	if err := c.Enqueue(context.Background(), track(9)); !errors.Is(err, uploader.ErrClosed) {
 		t.Errorf("Enqueue after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestClient_Enqueue_OneBadEventStoresNone(t *testing.T) {
+	s := sinkOK(t)
+	c := open(t, testConfig(t.TempDir(), s.URL()+"/v1/batch"), uploader.WithClock(autoClock()))
+	err := c.Enqueue(context.Background(), track(0), map[string]any{"type": "track", "userId": "u"}, track(2))
+	var ee *event.Error
+	if !errors.As(err, &ee) || ee.Index != 1 {
+		t.Fatalf("Enqueue = %v, want an *event.Error for index 1", err)
+	}
+	if n := c.Stats().Queue.Events; n != 0 {
+		t.Errorf("queue holds %d events after a refused Enqueue, want 0", n)
+	}
+	if err := c.Enqueue(context.Background(), []byte(`{"type":"identify","userId":"u"}`), json.RawMessage(`{"type":"alias","userId":"u","previousId":"p"}`)); err != nil {
+		t.Errorf("Enqueue of raw JSON: %v", err)
 	}
 }
