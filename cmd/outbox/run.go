@@ -110,7 +110,15 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	corrupt := watchStore(watchCtx, client.Queue())
 	select {
+	case err := <-corrupt:
+		// The background check of a large file failed: intake has stopped; exit 1 naming recover.
+		log.Error("data file failed its consistency check; stopping", "err", err)
+		_ = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
+		return err
 	case err := <-serveErr:
 		// Serving failed on its own; stop what remains, bounded as on a signal.
 		_ = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
@@ -147,4 +155,30 @@ func startDevSink(out io.Writer) (*sink.Server, error) {
 		return nil, fmt.Errorf("--dev: cannot start the local collector: %w", err)
 	}
 	return s, nil
+}
+
+// storeWatchInterval is how often `outbox run` checks whether the store's background
+// consistency check has failed.
+const storeWatchInterval = 500 * time.Millisecond
+
+// watchStore reports the store's failure (a *store.CorruptError from the background check of a
+// large file) on the returned channel, once, until ctx ends.
+func watchStore(ctx context.Context, q interface{ Err() error }) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(storeWatchInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := q.Err(); err != nil {
+					out <- err
+					return
+				}
+			}
+		}
+	}()
+	return out
 }
