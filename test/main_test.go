@@ -28,7 +28,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	outboxBin = filepath.Join(dir, "outbox")
-	build := exec.Command("go", "build", "-o", outboxBin, "github.com/outboxhq/outbox/cmd/outbox")
+	args := []string{"build", "-o", outboxBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "github.com/outboxhq/outbox/cmd/outbox")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building outbox:", err)
@@ -114,6 +118,9 @@ func startIn(t testing.TB, dir string, env map[string]string, stdin string, args
 		default:
 			_ = p.cmd.Process.Kill()
 			<-p.done
+		}
+		if strings.Contains(p.stderr.String(), "WARNING: DATA RACE") {
+			t.Errorf("outbox %v reported a data race", args)
 		}
 		if t.Failed() {
 			t.Logf("outbox %v stderr:\n%s", args, p.stderr.String())
