@@ -1,6 +1,10 @@
 package queue
 
-import "github.com/outboxhq/outbox/pkg/store"
+import (
+	"errors"
+
+	"github.com/outboxhq/outbox/pkg/store"
+)
 
 // ErrFull is returned by Enqueue when the events do not fit in Config.MaxBytes
 // and WhenFull is reject (or they can never fit). It is store.ErrFull.
@@ -11,3 +15,6 @@ var ErrClosed = store.ErrClosed
 
 // ErrNotFound is returned for an unknown dead-letter batch id. It is store.ErrNotFound.
 var ErrNotFound = store.ErrNotFound
+
+// ErrNoBatch is returned by LeaseAfter when it is given no leased batch to follow.
+var ErrNoBatch = errors.New("queue: no leased batch to lease after")
