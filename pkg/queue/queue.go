@@ -150,6 +150,7 @@ type Stats struct {
 	Sync        string           // "always" or "none"
 	Commits     int64            // write transactions since open
 	Enqueued    int64            // events enqueued since open
+	Compactions int64            // data file compactions since open (online and Compact)
 	Dropped     map[string]int64 // events dropped since open, by reason
 }
 
@@ -159,6 +160,6 @@ func (q *Queue) Stats() Stats {
 	return Stats{
 		Events: s.Events, Bytes: s.Bytes, Oldest: s.Oldest, DeadBatches: s.DeadBatches,
 		DeadEvents: s.DeadEvents, DeadBytes: s.DeadBytes, FileBytes: s.FileBytes, Sync: s.Sync,
-		Commits: s.Commits, Enqueued: s.Enqueued, Dropped: s.Dropped,
+		Commits: s.Commits, Enqueued: s.Enqueued, Compactions: s.Compactions, Dropped: s.Dropped,
 	}
 }

@@ -8,38 +8,15 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// compactTxBytes bounds one copy transaction of bbolt.Compact.
-const compactTxBytes = 16 << 20
-
-// maybeCompact compacts when the file is much larger than the live data
-// (more than 2 × live + 1 MiB) and either the queue is drained (file over
-// 1 MiB) or its live data is under 16 MiB (file over CompactMinBytes). It runs on the writer goroutine, so no
-// append can slip in between the copy and the swap.
-func (s *Store) maybeCompact() {
-	if s.opt.CompactMinBytes < 0 || s.checking.Load() || s.failed.Load() != nil {
-		return
-	}
-	live := s.w.Bytes + s.w.DeadBytes + 64*(s.w.Events+s.w.DeadEvents)
-	if s.w.Events > 0 && live > 16<<20 {
-		return
-	}
-	floor := s.opt.CompactMinBytes
-	if s.w.Events == 0 {
-		// Drained: rewriting costs only the dead letters, so go back to a
-		// near-minimal file whenever 1 MiB or more is garbage.
-		floor = min(floor, 1<<20)
-	}
-	fi, err := os.Stat(s.path)
-	if err != nil || fi.Size() <= floor || fi.Size() <= 2*live+1<<20 {
-		return
-	}
-	if err := s.compact(); err != nil {
-		s.log.Warn("online compaction failed; will retry after the next drain", "error", err)
-	}
-}
+// compactTxBytes bounds one copy transaction of bbolt.Compact. The dirty
+// pages of an open write transaction (and their copies at commit) live on
+// the Go heap, so this is what a compaction adds to the heap: 16 MiB took
+// the agent's heap from 6 to 50-60 MB; 2 MiB keeps it within a few MB.
+const compactTxBytes = 2 << 20
 
 // compact copies the live buckets into a fresh file, fsyncs it, renames it
-// over the data file and reopens. Writer goroutine only.
+// over the data file and reopens. Writer goroutine only, so no append can
+// slip in between the copy and the swap.
 func (s *Store) compact() error {
 	if e := s.failed.Load(); e != nil {
 		return e
@@ -47,7 +24,11 @@ func (s *Store) compact() error {
 	before, _ := os.Stat(s.path)
 	tmp := s.path + ".compact"
 	_ = os.Remove(tmp)
-	dst, err := openDB(tmp, false, 0)
+	// The copy is not synced per transaction (NoSync): the file is fsynced
+	// once below before it replaces anything, and a crash meanwhile leaves
+	// only the temporary file. Mapping about the live size up front saves
+	// the remaps, each of which copies every dirty node of the open copy tx.
+	dst, err := openDB(tmp, true, copyMmapSize(s.liveEstimate()))
 	if err != nil {
 		return fmt.Errorf("compact: create %s: %w", tmp, err)
 	}
@@ -65,6 +46,19 @@ func (s *Store) compact() error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("compact: close copy: %w", err)
 	}
+	if err := s.swap(tmp); err != nil {
+		return err
+	}
+	s.compacted()
+	if after, err := os.Stat(s.path); err == nil && before != nil {
+		s.log.Info("data file compacted", "path", s.path, "bytes_before", before.Size(), "bytes_after", after.Size())
+	}
+	return nil
+}
+
+// swap closes the data file, renames tmp over it and reopens it. A failed
+// reopen leaves the store failed (every later write returns the error).
+func (s *Store) swap(tmp string) error {
 	s.dbmu.Lock()
 	defer s.dbmu.Unlock()
 	if err := s.db.Close(); err != nil {
@@ -88,10 +82,32 @@ func (s *Store) compact() error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("compact: rename: %w", renameErr)
 	}
-	if after, err := os.Stat(s.path); err == nil && before != nil {
-		s.log.Info("data file compacted", "path", s.path, "bytes_before", before.Size(), "bytes_after", after.Size())
-	}
 	return nil
+}
+
+// liveEstimate is the bytes a compacted file needs: payloads plus about 64
+// bytes of key, record header and page overhead per event.
+func (s *Store) liveEstimate() int64 {
+	return s.w.Bytes + s.w.DeadBytes + 64*(s.w.Events+s.w.DeadEvents)
+}
+
+// copyMmapSize is the initial mapping of a compaction's destination: the
+// largest power of two (whole GiBs above 1 GiB) not above live. bbolt grows
+// a file under 16 MiB to its whole mapping, so mapping more than the copy
+// needs would make the compacted file larger; mapping less costs one remap.
+func copyMmapSize(live int64) int {
+	const gib = 1 << 30
+	switch {
+	case live < 64<<10:
+		return 0
+	case live >= gib:
+		return int(live / gib * gib)
+	}
+	m := int64(64 << 10)
+	for m*2 <= live {
+		m *= 2
+	}
+	return int(m)
 }
 
 func syncDir(dir string) error {

@@ -40,9 +40,27 @@
 //
 // # Compaction
 //
-// bbolt never shrinks its file. After a commit that leaves the queue empty (or
-// its live data under 16 MiB) while the file exceeds max(8 MiB, 2 × live + 1
-// MiB), the writer copies the live data into a fresh file (bbolt.Compact),
-// fsyncs it, renames it over the old one and reopens — on the writer
-// goroutine, so no concurrent append can be lost. Compact(dir) does it offline.
+// bbolt never shrinks its file, but it reuses freed pages: while intake and
+// drain run together the file plateaus at the size the in-flight data needs
+// and does not grow. Only a backlog that drained leaves it much larger than
+// needed. So after a commit that freed data the writer compacts (copies the
+// live data into a fresh file with bbolt.Compact, fsyncs it, renames it over
+// the old one and reopens) only when all of these hold:
+//
+//   - the queue is drained: at most 256 KiB of live queue data (copying that
+//     is cheap; dead letters are copied whatever their size);
+//   - the file exceeds max(CompactMinBytes (1 MiB), 2 × live + 1 MiB), live
+//     counting dead letters;
+//   - the file exceeds 2 × steady + 1 MiB, where steady is the size the file
+//     grew to while the queue held at most 1 MiB, since the last compaction:
+//     below that, steady traffic would just grow it back;
+//   - no online compaction ran in the last 2 s of store clock (Options.Now);
+//     one held back runs when the 2 s are over (a timer on the writer).
+//
+// It runs on the writer goroutine, before the commit's callers are
+// answered, so no concurrent append can be lost and a caller who drained the
+// queue sees the small file. The copy runs in 2 MiB transactions, unsynced
+// until one fsync at the end, into a file mapped at about the live size up
+// front (no remaps), so it adds a few MB of heap at most. Stats.Compactions
+// counts compactions. Compact(dir) does it offline.
 package store

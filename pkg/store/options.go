@@ -37,10 +37,9 @@ type Options struct {
 	// BackgroundCheckBytes: a file larger than this is checked in the
 	// background so intake is ready at once; 0 means 64 MiB, <0 always.
 	BackgroundCheckBytes int64
-	// CompactMinBytes: while events are queued, the file is compacted online
-	// only when larger than this (and than 2 × live data + 1 MiB); once
-	// drained the floor is min(this, 1 MiB). 0 means 8 MiB; <0 disables
-	// online compaction.
+	// CompactMinBytes: the file is compacted online (after the queue
+	// drained, see doc.go) only when larger than this. 0 means 1 MiB; <0
+	// disables online compaction.
 	CompactMinBytes int64
 }
 
@@ -62,7 +61,7 @@ func (o Options) withDefaults() Options {
 		o.BackgroundCheckBytes = 64 << 20
 	}
 	if o.CompactMinBytes == 0 {
-		o.CompactMinBytes = 8 << 20
+		o.CompactMinBytes = 1 << 20
 	}
 	return o
 }

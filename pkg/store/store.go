@@ -48,6 +48,7 @@ type Store struct {
 
 	w            writerState   // owned by the writer goroutine
 	pendingDrops []pendingDrop // owned by the writer goroutine
+	cs           compactState  // owned by the writer goroutine
 
 	mu   sync.Mutex // guards the fields below
 	pub  writerState
@@ -63,11 +64,12 @@ type counts struct {
 // writerState is what one group commit changes; published after commit.
 type writerState struct {
 	counts
-	head     ksuid.KSUID // zero when empty
-	last     ksuid.KSUID // greatest key handed out
-	commits  int64
-	enqueued int64
-	dropped  map[string]int64
+	head        ksuid.KSUID // zero when empty
+	last        ksuid.KSUID // greatest key handed out
+	commits     int64
+	enqueued    int64
+	compactions int64
+	dropped     map[string]int64
 }
 
 func (w writerState) clone() writerState {
@@ -195,6 +197,7 @@ func (s *Store) load(db *bolt.DB) error {
 		if k, _ := ec.Last(); k != nil {
 			w.last, _ = ksuid.FromBytes(k)
 		}
+		s.cs.lastHW = tx.Size()
 		if k, _ := tx.Bucket(bucketDead).Cursor().Last(); k != nil {
 			if d, _ := ksuid.FromBytes(k); ksuid.Compare(d, w.last) > 0 {
 				w.last = d
@@ -260,6 +263,7 @@ type Stats struct {
 	Sync                               string // "always" or "none"
 	Commits                            int64  // write transactions committed since open
 	Enqueued                           int64  // events appended since open
+	Compactions                        int64  // online and explicit compactions since open
 	Dropped                            map[string]int64
 }
 
@@ -270,7 +274,7 @@ func (s *Store) Stats() Stats {
 	s.mu.Unlock()
 	st := Stats{
 		Events: p.Events, Bytes: p.Bytes, DeadBatches: p.DeadBatches, DeadEvents: p.DeadEvents,
-		DeadBytes: p.DeadBytes, Commits: p.commits, Enqueued: p.enqueued, Dropped: p.dropped, Sync: "always",
+		DeadBytes: p.DeadBytes, Commits: p.commits, Enqueued: p.enqueued, Compactions: p.compactions, Dropped: p.dropped, Sync: "always",
 	}
 	if s.opt.NoSync {
 		st.Sync = "none"

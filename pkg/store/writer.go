@@ -53,7 +53,14 @@ func (s *Store) run() {
 		select {
 		case r := <-s.reqs:
 			group = append(group[:0], r)
+		case <-s.cs.due:
+			s.cs.due = nil
+			s.maybeCompact()
+			continue
 		case <-s.quit:
+			if s.cs.timer != nil {
+				s.cs.timer.Stop()
+			}
 			s.drainClosed()
 			return
 		}
@@ -120,6 +127,7 @@ func (s *Store) commitGroup(group []*request) {
 		fail(fmt.Errorf("store: begin write: %w", err))
 		return
 	}
+	s.noteHighWater(tx.Size())
 	b := newBuckets(tx)
 	headDirty := false
 	added := 0
