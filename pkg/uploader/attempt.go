@@ -13,29 +13,36 @@ import (
 
 // What the worker does after an attempt.
 const (
-	actDone  = iota // the batch left the queue (acked or dead-lettered)
-	actSplit        // send the two halves instead
-	actWait         // wait, then try the same batch again
-	actPause        // a failure that spends no budget: pause, then try again
-	actStop         // the worker must exit (Close's deadline)
+	actDone    = iota // the batch left the queue (acked or dead-lettered)
+	actSplit          // send the two halves instead
+	actWait           // wait, then try the same batch again
+	actPause          // a failure that spends no budget: pause, then try again
+	actRestart        // the previous batch's ack failed: pause, then start again from the head
+	actStop           // the worker must exit (Close's deadline)
 )
 
 type action struct {
 	kind int
 	path string        // actWait: PathRateLimit or PathBackoff
 	wait time.Duration // actWait
-	err  error         // the failure behind actWait/actPause
+	err  error         // the failure behind actWait/actPause/actRestart
 }
 
-// attempt makes one attempt of b and routes its outcome (SPEC section 5).
-func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker) action {
+// attempt makes one attempt of b and routes its outcome (SPEC section 5). pre, when not nil,
+// is a body built ahead for it; attempt owns it. The previous batch's ack may still be
+// committing when attempt starts: it is settled once the request is done, before anything
+// else touches the queue.
+func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker, pre *body) action {
 	if c.runCtx.Err() != nil {
+		if pre != nil {
+			pre.Release()
+		}
 		return action{kind: actStop}
 	}
 	retryCount := bud.Attempts()
-	body, err := c.enc.encode(b.Events, c.now())
+	body, err := c.bodyFor(b.Events, pre)
 	if err != nil {
-		return action{kind: actPause, err: err}
+		return c.notSent(action{kind: actPause, err: err})
 	}
 	defer body.Release()
 	var trace SendTrace
@@ -45,14 +52,15 @@ func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker) action 
 	if err != nil {
 		c.log.Error("cannot build the upload request; batch stays queued", "error", err)
 		c.recordResult(resultCode(err), false)
-		return action{kind: actPause, err: err}
+		return c.notSent(action{kind: actPause, err: err})
 	}
 	resp, snippet, took, sendErr := send(c.hc, req, &trace)
+	ackErr := c.settle()
 	if c.runCtx.Err() != nil {
 		// Close's deadline cut the attempt: not an outcome, and no budget is spent. When the
 		// request was written it may have reached the collector, so the next start counts it
-		// as a retry.
-		if trace.Written() {
+		// as a retry (unless the batch before it is still queued: then b is not the head).
+		if trace.Written() && ackErr == nil {
 			st := bud.State()
 			st.Attempts++
 			if err := c.q.SaveRetry(b, toQueueState(st)); err != nil {
@@ -64,7 +72,7 @@ func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker) action 
 	v := toVerdict(c.classify(resp, sendErr, c.now()), resp, sendErr)
 	if v.kind == vAborted {
 		c.recordResult("aborted", false)
-		return action{kind: actPause, err: v.err}
+		return orRestart(action{kind: actPause, err: v.err}, ackErr)
 	}
 	c.mu.Lock()
 	c.counters.Requests++
@@ -72,7 +80,15 @@ func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker) action 
 	c.recordResult(v.code(), v.kind == vSuccess)
 
 	info := BatchInfo{Events: len(b.Events), Bytes: body.Plain, Attempts: retryCount + 1, Status: v.status, Error: v.errClass}
-	act := c.route(b, bud, v, info, snippet, t)
+	var act action
+	if ackErr != nil {
+		// The batch before b is still queued: b's outcome is not routed (no retry state, no
+		// dead letter, no ack); the worker starts again from the head and sends both again.
+		c.log.Warn("the previous batch is not acknowledged; sending again from it", "events", len(b.Events), "code", v.code())
+		act = action{kind: actRestart, err: ackErr}
+	} else {
+		act = c.route(b, bud, v, info, snippet, t)
+	}
 	if c.hooks.OnAttempt != nil {
 		c.hooks.OnAttempt(AttemptInfo{Events: len(b.Events), Code: v.code(), Duration: took, Retry: retryCount, Path: pathOf(act)})
 	}
@@ -139,22 +155,26 @@ func (c *Client) retryOrDead(b *queue.Batch, bud *budget.Budget, v verdict, info
 	return action{kind: actWait, path: path, wait: wait, err: v.asError(snippet)}
 }
 
-// ack removes a delivered batch.
+// ack starts removing a delivered batch; the worker goes on with the next batch while the
+// ack commits, and settles it (counters, log line, OnDelivered) after that batch's request.
+// attempt settled the previous ack before routing, so at most one is outstanding.
 func (c *Client) ack(b *queue.Batch, info BatchInfo) action {
-	if err := c.q.Ack(b); err != nil {
-		// The collector has the batch; sending it again is a duplicate it dedupes.
-		c.log.Error("ack a delivered batch; it will be sent again", "error", err)
-		return action{kind: actPause, err: err}
-	}
-	c.mu.Lock()
-	c.counters.EventsUploaded += int64(info.Events)
-	c.counters.BatchesUploaded++
-	c.mu.Unlock()
-	c.log.Info("batch delivered", "events", info.Events, "bytes", info.Bytes, "attempts", info.Attempts, "status", info.Status)
-	if c.hooks.OnDelivered != nil {
-		c.hooks.OnDelivered(info)
-	}
+	c.startAck(b, info)
 	return action{kind: actDone}
+}
+
+// notSent returns act for an attempt that ended before its request was sent, after settling
+// the previous batch's ack: when that ack failed, the worker restarts from the head instead.
+func (c *Client) notSent(act action) action {
+	return orRestart(act, c.settle())
+}
+
+// orRestart is act, or a restart from the head when the previous batch's ack failed.
+func orRestart(act action, ackErr error) action {
+	if ackErr != nil {
+		return action{kind: actRestart, err: ackErr}
+	}
+	return act
 }
 
 // dead moves a batch to the dead letters with its reason.

@@ -75,10 +75,11 @@ func newEncoder(gz bool) *encoder {
 // body is one encoded request body. Release returns its buffers to the pool;
 // the bytes must not be used after that.
 type body struct {
-	enc   *encoder
-	raw   *bytes.Buffer // uncompressed JSON
-	wire  *bytes.Buffer // what is sent: raw, or gzip of raw
-	Plain int           // uncompressed size
+	enc    *encoder
+	raw    *bytes.Buffer // uncompressed JSON
+	wire   *bytes.Buffer // what is sent: raw, or gzip of raw
+	Plain  int           // uncompressed size
+	sentAt time.Time     // the body's sentAt
 }
 
 // Bytes is what goes on the wire.
@@ -112,8 +113,10 @@ func (e *encoder) putBuf(b *bytes.Buffer) {
 func (e *encoder) encode(events [][]byte, sentAt time.Time) (*body, error) {
 	raw := e.getBuf()
 	raw.Grow(EncodedSize(events))
+	// AppendBody writes into the buffer's spare capacity; Write then finds the bytes already
+	// in place (copy skips a copy onto itself), so the events are copied once.
 	raw.Write(AppendBody(raw.AvailableBuffer(), events, sentAt))
-	b := &body{enc: e, raw: raw, wire: raw, Plain: raw.Len()}
+	b := &body{enc: e, raw: raw, wire: raw, Plain: raw.Len(), sentAt: sentAt}
 	if !e.gzip {
 		return b, nil
 	}

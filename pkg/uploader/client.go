@@ -39,6 +39,7 @@ type Client struct {
 	cancelRun context.CancelFunc
 	flushing  atomic.Int32 // Flush calls in progress: ignore batch.interval
 	intake    sync.WaitGroup
+	acking    *pendingAck // the worker goroutine's outstanding ack (pipeline.go); worker only
 
 	mu       sync.Mutex // guards the fields below
 	closed   bool

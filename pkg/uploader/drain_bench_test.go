@@ -50,11 +50,20 @@ func fillQueue(b *testing.B, dir string, n int) {
 }
 
 // BenchmarkDrain measures events/s from a pre-filled queue into a loopback sink, with gzip on
-// and off, next to the gzip-only ceiling: compressing the same bodies with the same pooled
-// writers and nothing else.
+// and off (acks not fsynced), with gzip and fsync'd acks (queue.sync: always, the default),
+// next to the gzip-only ceiling: compressing the same bodies with the same pooled writers and
+// nothing else.
 func BenchmarkDrain(b *testing.B) {
-	for _, gz := range []bool{true, false} {
-		b.Run(fmt.Sprintf("gzip=%t", gz), func(b *testing.B) {
+	for _, run := range []struct {
+		gz   bool
+		sync string
+	}{{true, "none"}, {false, "none"}, {true, "always"}} {
+		gz := run.gz
+		name := fmt.Sprintf("gzip=%t", gz)
+		if run.sync != "none" {
+			name += "/sync=" + run.sync
+		}
+		b.Run(name, func(b *testing.B) {
 			s, err := sink.Start("127.0.0.1:0", sink.Options{DiscardEvents: true, NoValidate: true, MaxRequests: 1})
 			if err != nil {
 				b.Fatal(err)
@@ -69,7 +78,7 @@ func BenchmarkDrain(b *testing.B) {
 				cfg.DataDir = dir
 				cfg.Upload.Endpoint = s.URL() + "/v1/batch"
 				cfg.Upload.Gzip = gz
-				cfg.Queue.Sync = "none"
+				cfg.Queue.Sync = run.sync
 				want := s.Stats().Events + benchEvents
 				b.StartTimer()
 				start := time.Now()

@@ -9,11 +9,13 @@ import (
 )
 
 // run is the worker: the one goroutine that owns the consumer side of the queue. It waits
-// until a batch is due, leases it, and delivers it (with its retries, splits and dead
-// letters) before leasing the next. It returns when Close was called and either the queue is
-// empty, a wait would outlast Close's deadline, or that deadline passed.
+// until a batch is due, leases it from the head, and drains from there (see drain): each batch
+// is delivered (with its retries, splits and dead letters) before the next is sent, while the
+// next one is leased and encoded beside it. It returns when Close was called and either the
+// queue is empty, a wait would outlast Close's deadline, or that deadline passed.
 func (c *Client) run() {
 	defer close(c.done)
+	defer func() { _ = c.settle() }() // an ack failure is logged; the batch stays queued
 	bud := budget.New(c.cfg.Retry, c.clock, c.rand)
 	for {
 		if !c.waitDue() {
@@ -30,9 +32,40 @@ func (c *Client) run() {
 		if b == nil || len(b.Events) == 0 {
 			continue
 		}
-		if !c.deliver(b, bud) {
+		ok := c.drain(prepared{b: b}, bud)
+		err = c.settle()
+		c.setState(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
+		if !ok || (err != nil && !c.pause(err)) {
 			return
 		}
+	}
+}
+
+// drain delivers p's batch and goes on with the batches after it while they are due. While a
+// batch is being delivered, the next one is leased (queue.LeaseAfter) and encoded beside it;
+// it is sent only once the batch before it has left the queue (acked, or dead-lettered) or
+// has been accepted with its ack still committing (see settle), so deliveries stay in FIFO
+// order and one batch at most is in flight. drain returns with the last ack possibly
+// outstanding, true to go back to the head (the next batch is not due, or an ack failed and
+// the queue must be read again from its true head), false when the worker must exit.
+func (c *Client) drain(p prepared, bud *budget.Budget) bool {
+	c.setState(func(s *workerState) { s.Busy = true })
+	for {
+		next := c.startPrefetch(p.b)
+		res := c.deliver(p, bud)
+		if res != resDone {
+			next.discard()
+			return res == resRestart
+		}
+		n := next.wait()
+		if n.err != nil {
+			c.log.Warn("lease the next batch; going back to the head", "error", n.err)
+		}
+		if n.err != nil || !c.dueNext(n) {
+			n.release()
+			return true
+		}
+		p = n
 	}
 }
 
@@ -76,49 +109,63 @@ func (c *Client) waitDue() bool {
 	}
 }
 
-// deliver sends b until it and every part of it split off have left the queue (acked or
-// dead-lettered). It returns false when the worker must exit, leaving what is left on disk.
-func (c *Client) deliver(b *queue.Batch, bud *budget.Budget) bool {
-	c.setState(func(s *workerState) { s.Busy = true })
-	defer c.setState(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
-	work := []*queue.Batch{b}
+// What deliver and attemptUntilDone tell the worker.
+const (
+	resDone    = iota // the batch and its parts left the queue (or their acks are committing)
+	resRestart        // an ack failed: go back to the head of the queue
+	resStop           // the worker must exit, leaving what is left on disk
+)
+
+// deliver sends p's batch until it and every part of it split off have left the queue (acked
+// or dead-lettered; the last ack may still be committing). Its body built ahead, if any, serves
+// its first attempt.
+func (c *Client) deliver(p prepared, bud *budget.Budget) int {
+	work := []*queue.Batch{p.b}
+	pre := p.body
 	for len(work) > 0 {
 		cur := work[0]
 		bud.Restore(fromQueueState(cur.Retry))
 		c.setState(func(s *workerState) { s.Attempt = bud.Attempts() })
-		next, ok := c.attemptUntilDone(cur, bud)
+		next, res := c.attemptUntilDone(cur, bud, pre)
+		pre = nil
 		bud.Reset()
-		if !ok {
-			return false
+		if res != resDone {
+			return res
 		}
 		work = append(next, work[1:]...)
 	}
-	return true
+	return resDone
 }
 
 // attemptUntilDone sends one batch, waiting between attempts as its budget says, until it
-// leaves the queue (nil parts) or is split (its two halves, to be sent in order). ok is false
-// when the worker must exit.
-func (c *Client) attemptUntilDone(b *queue.Batch, bud *budget.Budget) (parts []*queue.Batch, ok bool) {
+// leaves the queue (nil parts) or is split (its two halves, to be sent in order). pre, when not
+// nil, is a body built ahead for the first attempt.
+func (c *Client) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre *body) (parts []*queue.Batch, res int) {
 	t := &tracker{first: c.now()}
 	for {
-		act := c.attempt(b, bud, t)
+		act := c.attempt(b, bud, t, pre)
+		pre = nil
 		switch act.kind {
 		case actDone:
-			return nil, true
+			return nil, resDone
 		case actSplit:
 			h1, h2 := b.Split()
-			return []*queue.Batch{h1, h2}, true
+			return []*queue.Batch{h1, h2}, resDone
 		case actWait:
 			if !c.retryWait(act) {
-				return nil, false
+				return nil, resStop
 			}
 		case actPause:
 			if !c.pause(act.err) {
-				return nil, false
+				return nil, resStop
 			}
+		case actRestart:
+			if !c.pause(act.err) {
+				return nil, resStop
+			}
+			return nil, resRestart
 		case actStop:
-			return nil, false
+			return nil, resStop
 		}
 	}
 }
