@@ -55,8 +55,8 @@ func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker, pre *bo
 		return c.notSent(action{kind: actPause, err: err})
 	}
 	resp, snippet, took, sendErr := send(c.hc, req, &trace)
-	ackErr := c.settle()
 	if c.runCtx.Err() != nil {
+		ackErr := c.settle()
 		// Close's deadline cut the attempt: not an outcome, and no budget is spent. When the
 		// request was written it may have reached the collector, so the next start counts it
 		// as a retry (unless the batch before it is still queued: then b is not the head).
@@ -70,6 +70,14 @@ func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker, pre *bo
 		return action{kind: actStop}
 	}
 	v := toVerdict(c.classify(resp, sendErr, c.now()), resp, sendErr)
+	// A success only adds its ack to those committing; any other outcome may write b's retry
+	// state, dead-letter it or split it, which needs b to be the head: every earlier ack first.
+	var ackErr error
+	if v.kind == vSuccess {
+		ackErr = c.settleReady()
+	} else {
+		ackErr = c.settle()
+	}
 	if v.kind == vAborted {
 		c.recordResult("aborted", false)
 		return orRestart(action{kind: actPause, err: v.err}, ackErr)
@@ -155,12 +163,10 @@ func (c *Client) retryOrDead(b *queue.Batch, bud *budget.Budget, v verdict, info
 	return action{kind: actWait, path: path, wait: wait, err: v.asError(snippet)}
 }
 
-// ack starts removing a delivered batch; the worker goes on with the next batch while the
-// ack commits, and settles it (counters, log line, OnDelivered) after that batch's request.
-// attempt settled the previous ack before routing, so at most one is outstanding.
+// ack starts removing a delivered batch; the worker goes on with the next batches while the
+// ack commits, and settles it (counters, log line, OnDelivered) later (see settle).
 func (c *Client) ack(b *queue.Batch, info BatchInfo) action {
-	c.startAck(b, info)
-	return action{kind: actDone}
+	return orRestart(action{kind: actDone}, c.startAck(b, info))
 }
 
 // notSent returns act for an attempt that ended before its request was sent, after settling

@@ -39,7 +39,9 @@ type Client struct {
 	cancelRun context.CancelFunc
 	flushing  atomic.Int32 // Flush calls in progress: ignore batch.interval
 	intake    sync.WaitGroup
-	acking    *pendingAck // the worker goroutine's outstanding ack (pipeline.go); worker only
+	ackr      *acker        // commits the worker's acks (pipeline.go)
+	acks      []*pendingAck // outstanding acks, oldest first; worker goroutine only
+	ackFault  func() error  // options.ackFault
 
 	mu       sync.Mutex // guards the fields below
 	closed   bool
@@ -70,6 +72,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		rand:     o.rand,
 		log:      o.logger,
 		hooks:    o.hooks,
+		ackFault: o.ackFault,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),

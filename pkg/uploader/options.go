@@ -25,6 +25,7 @@ type options struct {
 	classify   ClassifyFunc
 	rand       budget.RandFunc
 	hooks      Hooks
+	ackFault   func() error // white-box tests: an error fails an ack group before it reaches the queue
 }
 
 // WithHTTPClient sets the HTTP client. The uploader uses a shallow copy whose CheckRedirect is

@@ -1,6 +1,7 @@
 package uploader
 
 import (
+	"errors"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/queue"
@@ -88,37 +89,135 @@ func (c *Client) bodyFor(events [][]byte, pre *body) (*body, error) {
 	return c.enc.encode(events, now)
 }
 
+// maxPendingAcks bounds the acks committing beside the worker. With fsync'd acks a commit can
+// take longer than one request; the acks that wait meanwhile go into one transaction.
+const maxPendingAcks = 8
+
 // pendingAck is the acknowledgement of a delivered batch, committing beside the worker while
-// it sends the next batch. At most one is outstanding (Client.acking).
+// it sends the next batches.
 type pendingAck struct {
+	b    *queue.Batch
 	info BatchInfo
 	done chan error // buffered 1
 }
 
-// startAck starts acknowledging b. The worker must settle the previous ack first.
-func (c *Client) startAck(b *queue.Batch, info BatchInfo) {
-	a := &pendingAck{info: info, done: make(chan error, 1)}
-	go func() { a.done <- c.q.Ack(b) }()
-	c.acking = a
+// acker commits the worker's acks in delivery order on its own goroutine, each time taking
+// every ack waiting into one queue.AckAll (one transaction, one fsync).
+type acker struct {
+	in      chan *pendingAck // buffered maxPendingAcks: the worker never has more outstanding
+	stopped chan struct{}
 }
 
-// settle waits for the outstanding ack, if any, and books it: counters, the info log line
-// and OnDelivered, on the worker goroutine. It returns the ack's error: that batch is still at
-// the head of the queue, so whatever was sent after it must be sent again from it (a
-// duplicate the collector dedupes by messageId, never a loss). The worker settles before it
-// routes an attempt's outcome (so before any SaveRetry, DeadLetter or split of the next
-// batch), before leasing from the head, before going idle, and before it returns.
+// startAcker starts the worker's acker; stopAcker ends it once every ack has been settled.
+func (c *Client) startAcker() {
+	c.ackr = &acker{in: make(chan *pendingAck, maxPendingAcks), stopped: make(chan struct{})}
+	go c.ackLoop(c.ackr)
+}
+
+func (c *Client) stopAcker() {
+	close(c.ackr.in)
+	<-c.ackr.stopped
+}
+
+func (c *Client) ackLoop(a *acker) {
+	defer close(a.stopped)
+	for p := range a.in {
+		group := []*pendingAck{p}
+	gather:
+		for len(group) < maxPendingAcks {
+			select {
+			case p, ok := <-a.in:
+				if !ok {
+					break gather
+				}
+				group = append(group, p)
+			default:
+				break gather
+			}
+		}
+		bs := make([]*queue.Batch, len(group))
+		for i, p := range group {
+			bs[i] = p.b
+		}
+		var err error
+		if c.ackFault != nil {
+			err = c.ackFault()
+		}
+		if err == nil {
+			err = c.q.AckAll(bs...)
+		}
+		for _, p := range group {
+			p.done <- err
+		}
+	}
+}
+
+// startAck hands a delivered batch's ack to the acker. When maxPendingAcks are outstanding it
+// first settles the oldest; it returns an ack's error as settle does (b's ack is then not
+// started).
+func (c *Client) startAck(b *queue.Batch, info BatchInfo) error {
+	if len(c.acks) >= maxPendingAcks {
+		if _, err := c.settleOne(true); err != nil {
+			return errors.Join(err, c.settle())
+		}
+	}
+	p := &pendingAck{b: b, info: info, done: make(chan error, 1)}
+	c.acks = append(c.acks, p)
+	c.ackr.in <- p
+	return nil
+}
+
+// settle waits for every outstanding ack and books it: counters, the info log line and
+// OnDelivered, on the worker goroutine, in delivery order. It returns the first ack error: that
+// batch is still in the queue, so whatever was sent after it must be sent again from the
+// head (duplicates the collector dedupes by messageId, never a loss). The worker settles
+// before it routes a failed attempt's outcome (so before any SaveRetry, DeadLetter or split),
+// before leasing from the head, before going idle, and before it returns.
 func (c *Client) settle() error {
-	a := c.acking
-	if a == nil {
-		return nil
+	var first error
+	for len(c.acks) > 0 {
+		if _, err := c.settleOne(true); err != nil && first == nil {
+			first = err
+		}
 	}
-	c.acking = nil
-	if err := <-a.done; err != nil {
-		c.log.Error("ack a delivered batch; it will be sent again", "error", err)
-		return err
+	return first
+}
+
+// settleReady books the acks that have already committed, without waiting; on an ack error it
+// settles them all and returns it.
+func (c *Client) settleReady() error {
+	for len(c.acks) > 0 {
+		done, err := c.settleOne(false)
+		if err != nil {
+			return errors.Join(err, c.settle())
+		}
+		if !done {
+			return nil
+		}
 	}
-	info := a.info
+	return nil
+}
+
+// settleOne books the oldest outstanding ack, waiting for it when wait is set. done is false
+// when it has not committed yet (and wait is not set).
+func (c *Client) settleOne(wait bool) (done bool, err error) {
+	p := c.acks[0]
+	if wait {
+		err = <-p.done
+	} else {
+		select {
+		case err = <-p.done:
+		default:
+			return false, nil
+		}
+	}
+	c.acks[0] = nil
+	c.acks = c.acks[1:]
+	if err != nil {
+		c.log.Error("ack a delivered batch; it will be sent again", "events", p.info.Events, "error", err)
+		return true, err
+	}
+	info := p.info
 	c.mu.Lock()
 	c.counters.EventsUploaded += int64(info.Events)
 	c.counters.BatchesUploaded++
@@ -127,5 +226,5 @@ func (c *Client) settle() error {
 	if c.hooks.OnDelivered != nil {
 		c.hooks.OnDelivered(info)
 	}
-	return nil
+	return true, nil
 }

@@ -15,6 +15,8 @@ import (
 // queue is empty, a wait would outlast Close's deadline, or that deadline passed.
 func (c *Client) run() {
 	defer close(c.done)
+	c.startAcker()
+	defer c.stopAcker()
 	defer func() { _ = c.settle() }() // an ack failure is logged; the batch stays queued
 	bud := budget.New(c.cfg.Retry, c.clock, c.rand)
 	for {
