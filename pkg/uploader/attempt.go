@@ -29,9 +29,9 @@ type action struct {
 }
 
 // attempt makes one attempt of b and routes its outcome (SPEC section 5). pre, when not nil,
-// is a body built ahead for it; attempt owns it. The previous batch's ack may still be
-// committing when attempt starts: it is settled once the request is done, before anything
-// else touches the queue.
+// is a body built ahead for it; attempt owns it. Acks of earlier batches may still be
+// committing: after a 2xx only those already committed are settled; any other outcome settles
+// them all first, since it may write b's retry state, dead-letter b or split it.
 func (c *Client) attempt(b *queue.Batch, bud *budget.Budget, t *tracker, pre *body) action {
 	if c.runCtx.Err() != nil {
 		if pre != nil {

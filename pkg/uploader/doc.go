@@ -25,7 +25,8 @@
 // One goroutine owns the consumer side. It leases a batch from the head of the queue when the
 // queue holds batch.max_events or batch.max_bytes (measured on the uncompressed body), when the
 // oldest event is batch.interval old, during Flush, or during Close; it never sends an empty
-// body. A batch is delivered whole before the next is leased:
+// body. A batch is delivered whole (acked or dead-lettered, with its retries and splits)
+// before the next is sent:
 //
 //	idle ──due──► lease ──► attempt ──2xx──────────────────────────► ack ─────────────┐
 //	                          │  ├─rate-limited (Retry-After) ──► rate-limit wait ─┐  │
@@ -34,10 +35,31 @@
 //	                          │  ├─413, or 400/422 on >1 event ──► split in half ──┤  │
 //	                          │  └─other rejection ──────────────► dead letter     │  │
 //	                          ◄───────────────────────── next attempt ◄────────────┘  │
-//	idle ◄────────────────────────────────────────────────────────────────────────────┘
+//	idle ◄──── (next batch not due) ◄──── next batch, prepared while this one was sent ┘
+//
+// The worker is pipelined, so that a drain is not the sum of every step's latency. While
+// batch k is in flight, a helper goroutine leases the batch after it (queue.LeaseAfter: what
+// Lease will return once k has left the queue) and encodes and gzips its body; batch k+1 is
+// sent only after k was accepted or left the queue, so deliveries keep FIFO order and one
+// batch at most is in flight (SPEC: one worker drains the queue). A 2xx does not wait for its
+// ack: the ack goes to an acker goroutine that commits acks in delivery order, the acks that
+// queued up during a commit together (queue.AckAll: one transaction, one fsync), while the
+// worker sends k+1; at most 8 are outstanding. Before anything else writes to the queue or
+// reads it from the head — a failed attempt's retry state, a dead letter, a split, a lease
+// from the head, going idle, Flush reporting an empty queue, Close returning — every
+// outstanding ack is settled (waited for; then counted, logged and passed to OnDelivered).
+// When an ack fails, that batch is still queued: the worker pauses as on any store error and
+// starts again from the true head, so it and what was sent after it go again (duplicates the
+// collector dedupes by messageId, never a loss). A batch prepared ahead that is not due (a
+// partial tail batch) is dropped, and the worker waits as usual. Close at its deadline
+// cancels the request in flight, settles the acks, drops the prepared batch (it stays on
+// disk, unsent) and returns.
 //
 // The body is {"batch":[e1,e2,…],"sentAt":"<RFC 3339 ms>"} with the stored event bytes spliced
-// in (never re-encoded), gzip-compressed when upload.gzip. Every attempt builds its request
+// in (never re-encoded), gzip-compressed when upload.gzip. A batch's body is built once for
+// its first attempt (ahead of it, while the batch before is in flight); it is built again,
+// with a new sentAt (collectors correct event timestamps with it), for a retry, which follows
+// a wait, and when it waited more than a second to be sent. Every attempt builds its request
 // anew: Content-Type, Content-Encoding, Basic auth from upload.write_key, User-Agent
 // outbox/<version>, upload.headers, the RequestHook, and X-Retry-Count — absent on a batch's
 // first attempt, then 1, 2, 3 … for every retry, rate-limited ones included. The halves of a

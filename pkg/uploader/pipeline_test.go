@@ -128,3 +128,26 @@ func eventIDs(t testing.TB, events [][]byte) []string {
 	}
 	return out
 }
+
+func TestWorker_ARetryIsSentWithANewSentAt(t *testing.T) {
+	s := startScript(t, "503,ok")
+	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
+	cfg.Batch.MaxEvents = 1
+	c := open(t, cfg, uploader.WithClock(autoClock())) // the backoff wait moves the clock
+	enqueue(t, c, 0, 1)
+	if err := s.WaitEvents(waitCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	first, err1 := time.Parse(time.RFC3339, reqs[0].SentAt)
+	retry, err2 := time.Parse(time.RFC3339, reqs[1].SentAt)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("sentAt %q, %q: %v %v", reqs[0].SentAt, reqs[1].SentAt, err1, err2)
+	}
+	if !retry.After(first) {
+		t.Errorf("the retry's sentAt %s is not after the first attempt's %s: the body was not built again", retry, first)
+	}
+}
