@@ -13,7 +13,10 @@
 // NoSync); concurrent producers share one transaction and one fsync. Lease
 // does not remove anything: a crash between an upload and its Ack re-sends
 // that batch (at-least-once; collectors dedupe on messageId). There is a
-// single consumer: Lease always starts at the head.
+// single consumer: Lease always starts at the head. A pipelined consumer may
+// read ahead with LeaseAfter (the batch Lease will return once the given one
+// has left) and acknowledge several delivered batches in one commit with
+// AckAll.
 //
 // # Quota
 //
