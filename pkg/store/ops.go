@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -16,10 +17,8 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 	case opAppend:
 		return s.applyAppend(b, r.events, w)
 	case opDelete:
-		for _, k := range r.keys {
-			if err := deleteEvent(b, k, w); err != nil {
-				return err
-			}
+		if err := deleteEvents(b, r.keys, w, nil); err != nil {
+			return err
 		}
 		if len(r.keys) > 0 {
 			return clearRetry(b, r.keys[0])
@@ -39,7 +38,7 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 		return s.applyPurge(b, r, w)
 	case opDropCorrupt:
 		n := w.Events
-		if err := deleteEvent(b, r.keys[0], w); err != nil {
+		if err := deleteEvents(b, r.keys[:1], w, nil); err != nil {
 			return err
 		}
 		if w.Events < n {
@@ -66,16 +65,9 @@ func (s *Store) applyAppend(b buckets, events [][]byte, w *writerState) error {
 		if !s.opt.DropOldest || need > max {
 			return ErrFull
 		}
-		evicted := 0
-		for w.Bytes+need > max {
-			k, _ := b.events.Cursor().First()
-			if k == nil {
-				break
-			}
-			if err := deleteEvent(b, k, w); err != nil {
-				return err
-			}
-			evicted++
+		evicted, err := evictOldest(b, need, max, w)
+		if err != nil {
+			return err
 		}
 		s.drop(w, DropOldest, evicted)
 	}
@@ -104,20 +96,6 @@ func (w *writerState) nextKey(now time.Time) ksuid.KSUID {
 	return w.last
 }
 
-func deleteEvent(b buckets, k []byte, w *writerState) error {
-	v := b.events.Get(k)
-	if v == nil {
-		return nil
-	}
-	n := int64(len(v) - recordHeader)
-	if err := b.events.Delete(k); err != nil {
-		return err
-	}
-	w.Events--
-	w.Bytes -= n
-	return nil
-}
-
 func clearRetry(b buckets, headKey []byte) error {
 	if v := b.meta.Get(metaRetry); v != nil && len(v) >= recordHeader+20 && bytes.Equal(v[recordHeader:recordHeader+20], headKey) {
 		return b.meta.Delete(metaRetry)
@@ -127,19 +105,14 @@ func clearRetry(b buckets, headKey []byte) error {
 
 func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState) error {
 	events := make([][]byte, 0, len(keys))
-	for _, k := range keys {
-		if v := b.events.Get(k); v != nil {
-			events = append(events, append([]byte(nil), v[recordHeader:]...))
-		}
+	err := deleteEvents(b, keys, w, func(p []byte) { events = append(events, append([]byte(nil), p...)) })
+	if err != nil {
+		return err
 	}
 	if len(events) == 0 {
 		return nil
 	}
-	for _, k := range keys {
-		if err := deleteEvent(b, k, w); err != nil {
-			return err
-		}
-	}
+	slices.Reverse(events) // deleted last key first
 	if err := clearRetry(b, keys[0]); err != nil {
 		return err
 	}

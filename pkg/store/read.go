@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 
 	"github.com/segmentio/ksuid"
@@ -47,34 +45,8 @@ func (s *Store) Head(ctx context.Context, maxEvents, maxBytes int) (*Batch, erro
 func readHead(tx *bolt.Tx, maxEvents, maxBytes int) (*Batch, []byte) {
 	c := tx.Bucket(bucketEvents).Cursor()
 	k, v := c.First()
-	if k == nil {
-		return nil, nil
-	}
-	var retry []byte
-	if rv := tx.Bucket(bucketMeta).Get(metaRetry); rv != nil {
-		if p, err := decodeRecord(rv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
-			maxEvents = int(binary.BigEndian.Uint32(p[20:24]))
-			maxBytes = -1
-			retry = append([]byte{}, p[24:]...)
-		}
-	}
-	b := &Batch{Retry: retry}
-	for ; k != nil && len(b.Keys) < maxEvents; k, v = c.Next() {
-		p, err := decodeRecord(v)
-		if err != nil {
-			if len(b.Keys) == 0 {
-				return nil, append([]byte(nil), k...)
-			}
-			break
-		}
-		if len(b.Keys) > 0 && maxBytes >= 0 && b.Bytes+len(p) > maxBytes {
-			break
-		}
-		b.Keys = append(b.Keys, append([]byte(nil), k...))
-		b.Events = append(b.Events, append([]byte(nil), p...))
-		b.Bytes += len(p)
-	}
-	return b, nil
+	b, bad, _ := readRun(tx, c, k, v, maxEvents, maxBytes)
+	return b, bad
 }
 
 // DeadBatch is one dead-letter batch. Events is filled only by DeadGet.

@@ -1,0 +1,78 @@
+package store
+
+import (
+	"bytes"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// deleteEvents removes the events stored under keys and subtracts them from w's counters; keys
+// that are not stored are ignored. visit, when not nil, sees each deleted record's payload
+// (before its checksum is verified; aliasing the page, so valid only during the call) in the
+// order they are deleted: last key first.
+//
+// An ack deletes a contiguous run of keys (one batch, or several consecutive ones), so this
+// walks one cursor instead of searching the tree twice per key (Get for the size, then
+// Delete): one Seek to the last key, then Cursor.Delete and Cursor.Prev down to the first.
+// Every key the cursor lands on is compared with the key expected next; when it differs (the
+// keys are not one run: a key is missing, or lies elsewhere) that key is looked up with a Seek
+// of its own, which is the per-key path. So only the given keys are ever deleted, and each
+// one's size comes from the value the cursor holds, keeping the counters exact.
+//
+// The walk goes backwards on purpose. After Cursor.Delete, bbolt leaves the cursor where it
+// was; when the leaf had been loaded into a node before the cursor reached it (an earlier
+// write in this transaction), the deletion shifts the next element under the cursor and a
+// Next would skip it (etcd-io/bbolt#146, boltdb/bolt#620), while on a leaf read from its page
+// the cursor keeps reading the unchanged page. Prev is right in both cases: the element
+// before the deleted one has not moved.
+func deleteEvents(b buckets, keys [][]byte, w *writerState, visit func(payload []byte)) error {
+	c := b.events.Cursor()
+	var k, v []byte // where the cursor is; k == nil: unknown, seek
+	for i := len(keys) - 1; i >= 0; i-- {
+		want := keys[i]
+		if k == nil || !bytes.Equal(k, want) {
+			if k, v = c.Seek(want); k == nil || !bytes.Equal(k, want) {
+				k = nil // not stored
+				continue
+			}
+		}
+		if err := deleteAt(c, v, w, visit); err != nil {
+			return err
+		}
+		k, v = c.Prev()
+	}
+	return nil
+}
+
+// deleteAt deletes the event under c, whose value is v, from the bucket and the counters.
+func deleteAt(c *bolt.Cursor, v []byte, w *writerState, visit func(payload []byte)) error {
+	if visit != nil && len(v) >= recordHeader {
+		visit(v[recordHeader:])
+	}
+	n := int64(len(v) - recordHeader)
+	if err := c.Delete(); err != nil {
+		return err
+	}
+	w.Events--
+	w.Bytes -= n
+	return nil
+}
+
+// evictOldest deletes events from the head until need more bytes fit under max (or the queue
+// is empty) and returns how many it deleted. The cursor goes back to First after each
+// deletion rather than to Next (see deleteEvents on Next after Delete); First does not search.
+func evictOldest(b buckets, need, max int64, w *writerState) (int, error) {
+	c := b.events.Cursor()
+	evicted := 0
+	for w.Bytes+need > max {
+		k, v := c.First()
+		if k == nil {
+			break
+		}
+		if err := deleteAt(c, v, w, nil); err != nil {
+			return evicted, err
+		}
+		evicted++
+	}
+	return evicted, nil
+}
