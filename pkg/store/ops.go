@@ -72,9 +72,17 @@ func (s *Store) applyAppend(b buckets, events [][]byte, w *writerState) error {
 		s.drop(w, DropOldest, evicted)
 	}
 	now := s.opt.Now()
+	// One block holds every key and record of the request (bbolt keeps referring to values
+	// until the commit): one allocation per request instead of two per event.
+	buf := make([]byte, 0, len(events)*(len(ksuid.Nil)+recordHeader)+int(need))
 	for _, e := range events {
 		k := w.nextKey(now)
-		if err := b.events.Put(k[:], encodeRecord(e)); err != nil {
+		n := len(buf)
+		buf = append(buf, k[:]...)
+		key := buf[n:len(buf):len(buf)]
+		n = len(buf)
+		buf = appendRecord(buf, e)
+		if err := b.events.Put(key, buf[n:len(buf):len(buf)]); err != nil {
 			return err
 		}
 		w.Events++

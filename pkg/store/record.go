@@ -16,15 +16,19 @@ const (
 	recordHeader  = 5
 )
 
+// castagnoli is computed once; crc32 uses the SSE4.2/ARM64 instruction for it where present.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // encodeRecord returns a fresh record holding payload.
 func encodeRecord(payload []byte) []byte {
-	rec := make([]byte, recordHeader+len(payload))
-	rec[0] = recordVersion
-	binary.BigEndian.PutUint32(rec[1:5], crc32.Checksum(payload, castagnoli))
-	copy(rec[recordHeader:], payload)
-	return rec
+	return appendRecord(make([]byte, 0, recordHeader+len(payload)), payload)
+}
+
+// appendRecord appends the record holding payload to dst.
+func appendRecord(dst, payload []byte) []byte {
+	dst = append(dst, recordVersion)
+	dst = binary.BigEndian.AppendUint32(dst, crc32.Checksum(payload, castagnoli))
+	return append(dst, payload...)
 }
 
 // decodeRecord verifies rec and returns its payload (aliasing rec).
