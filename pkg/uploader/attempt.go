@@ -164,7 +164,8 @@ func (c *Client) retryOrDead(b *queue.Batch, bud *budget.Budget, v verdict, info
 }
 
 // ack starts removing a delivered batch; the worker goes on with the next batches while the
-// ack commits, and settles it (counters, log line, OnDelivered) later (see settle).
+// ack commits. The acker books it (counters, log line, OnDelivered) as soon as it commits, and
+// the worker settles it (waits for it) at its next settle point (see settle).
 func (c *Client) ack(b *queue.Batch, info BatchInfo) action {
 	return orRestart(action{kind: actDone}, c.startAck(b, info))
 }

@@ -44,10 +44,12 @@
 // batch at most is in flight (SPEC: one worker drains the queue). A 2xx does not wait for its
 // ack: the ack goes to an acker goroutine that commits acks in delivery order, the acks that
 // queued up during a commit together (queue.AckAll: one transaction, one fsync), while the
-// worker sends k+1; at most 8 are outstanding. Before anything else writes to the queue or
+// worker sends k+1; at most 8 are outstanding. As soon as an ack commits, the acker counts
+// the batch as delivered, logs it and passes it to OnDelivered, so Stats, metrics and logs
+// follow delivery rather than the next attempt. Before anything else writes to the queue or
 // reads it from the head — a failed attempt's retry state, a dead letter, a split, a lease
 // from the head, going idle, Flush reporting an empty queue, Close returning — every
-// outstanding ack is settled (waited for; then counted, logged and passed to OnDelivered).
+// outstanding ack is settled (waited for, so its counters and OnDelivered are done).
 // When an ack fails, that batch is still queued: the worker pauses as on any store error and
 // starts again from the true head, so it and what was sent after it go again (duplicates the
 // collector dedupes by messageId, never a loss). A batch prepared ahead that is not due (a
@@ -95,6 +97,10 @@
 //
 // # Concurrency
 //
-// A Client is safe for concurrent use. Hooks run on the worker goroutine (OnCommit on the
-// store's committing goroutine) and must return quickly.
+// A Client is safe for concurrent use. Hooks must return quickly. OnAttempt, OnRetry and
+// OnDeadLetter run on the worker goroutine; OnDelivered on the acker goroutine (in delivery
+// order, possibly while the worker calls the others for a later batch); OnCommit and OnDrop
+// on the store's committing goroutine; OnEnqueued on the goroutine that called Enqueue. When
+// Flush returns nil or Close returns, every OnDelivered of the batches acked so far has
+// returned.
 package uploader

@@ -27,22 +27,30 @@ type AttemptInfo struct {
 	Path     string        // path the outcome takes: PathNone (delivered or final), PathRateLimit, PathBackoff
 }
 
-// Hooks are optional callbacks; a nil func is skipped. They run on the worker goroutine (or
-// the committing goroutine for OnCommit) and must return quickly. The agent uses them for its
-// Prometheus metrics; applications for delivery callbacks.
+// Hooks are optional callbacks; a nil func is skipped. They must return quickly, and since
+// they run on different goroutines (each field says which), hooks that share state must
+// synchronise. The agent uses them for its Prometheus metrics; applications for delivery
+// callbacks.
 type Hooks struct {
-	// OnDelivered runs when the collector accepted a batch (it left the queue).
+	// OnDelivered runs when the collector accepted a batch and its ack has committed (it left
+	// the queue). It runs on the acker goroutine as soon as the ack commits, in delivery
+	// order, possibly while the worker goroutine runs the other hooks for a later batch.
+	// Flush returning nil and Close returning imply that it has returned for every batch
+	// acked before.
 	OnDelivered func(BatchInfo)
-	// OnDeadLetter runs when a batch was moved to the dead letters; reason says why.
+	// OnDeadLetter runs on the worker goroutine when a batch was moved to the dead letters;
+	// reason says why.
 	OnDeadLetter func(b BatchInfo, reason string)
-	// OnAttempt runs after every attempt that reached the HTTP client.
+	// OnAttempt runs on the worker goroutine after every attempt that reached the HTTP client.
 	OnAttempt func(AttemptInfo)
-	// OnRetry runs before every retry wait with its path and length.
+	// OnRetry runs on the worker goroutine before every retry wait with its path and length.
 	OnRetry func(path string, wait time.Duration)
-	// OnDrop runs when events are dropped by the queue's when_full policy (drop_oldest).
+	// OnDrop runs on the store's committing goroutine when events are dropped (by reason:
+	// the queue's when_full policy drop_oldest, dead letters past dead.max_bytes, …).
 	OnDrop func(reason string, events int)
-	// OnCommit runs after each store commit with its event count and duration.
+	// OnCommit runs on the store's committing goroutine after each commit with its event
+	// count and duration.
 	OnCommit func(events int, d time.Duration)
-	// OnEnqueued runs after Enqueue/EnqueueNormalized stored events.
+	// OnEnqueued runs on the calling goroutine after Enqueue/EnqueueNormalized stored events.
 	OnEnqueued func(events int)
 }

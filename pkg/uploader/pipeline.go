@@ -147,8 +147,25 @@ func (c *Client) ackLoop(a *acker) {
 			err = c.q.AckAll(bs...)
 		}
 		for _, p := range group {
+			if err == nil {
+				c.delivered(p.info)
+			}
 			p.done <- err
 		}
+	}
+}
+
+// delivered books a batch whose ack has committed: counters, the info log line and
+// OnDelivered. It runs on the acker goroutine as soon as the ack commits, in delivery order,
+// so status, metrics and the log follow delivery instead of the worker's next settle point.
+func (c *Client) delivered(info BatchInfo) {
+	c.mu.Lock()
+	c.counters.EventsUploaded += int64(info.Events)
+	c.counters.BatchesUploaded++
+	c.mu.Unlock()
+	c.log.Info("batch delivered", "events", info.Events, "bytes", info.Bytes, "attempts", info.Attempts, "status", info.Status)
+	if c.hooks.OnDelivered != nil {
+		c.hooks.OnDelivered(info)
 	}
 }
 
@@ -167,8 +184,9 @@ func (c *Client) startAck(b *queue.Batch, info BatchInfo) error {
 	return nil
 }
 
-// settle waits for every outstanding ack and books it: counters, the info log line and
-// OnDelivered, on the worker goroutine, in delivery order. It returns the first ack error: that
+// settle waits for every outstanding ack; the acker has booked each one that committed
+// (counters, the info log line, OnDelivered: see delivered) before the worker sees it
+// settled. It returns the first ack error: that
 // batch is still in the queue, so whatever was sent after it must be sent again from the
 // head (duplicates the collector dedupes by messageId, never a loss). The worker settles
 // before it routes a failed attempt's outcome (so before any SaveRetry, DeadLetter or split),
@@ -183,8 +201,8 @@ func (c *Client) settle() error {
 	return first
 }
 
-// settleReady books the acks that have already committed, without waiting; on an ack error it
-// settles them all and returns it.
+// settleReady drops the acks that have already committed from the outstanding ones, without
+// waiting; on an ack error it settles them all and returns it.
 func (c *Client) settleReady() error {
 	for len(c.acks) > 0 {
 		done, err := c.settleOne(false)
@@ -198,7 +216,7 @@ func (c *Client) settleReady() error {
 	return nil
 }
 
-// settleOne books the oldest outstanding ack, waiting for it when wait is set. done is false
+// settleOne settles the oldest outstanding ack, waiting for it when wait is set. done is false
 // when it has not committed yet (and wait is not set).
 func (c *Client) settleOne(wait bool) (done bool, err error) {
 	p := c.acks[0]
@@ -216,15 +234,6 @@ func (c *Client) settleOne(wait bool) (done bool, err error) {
 	if err != nil {
 		c.log.Error("ack a delivered batch; it will be sent again", "events", p.info.Events, "error", err)
 		return true, err
-	}
-	info := p.info
-	c.mu.Lock()
-	c.counters.EventsUploaded += int64(info.Events)
-	c.counters.BatchesUploaded++
-	c.mu.Unlock()
-	c.log.Info("batch delivered", "events", info.Events, "bytes", info.Bytes, "attempts", info.Attempts, "status", info.Status)
-	if c.hooks.OnDelivered != nil {
-		c.hooks.OnDelivered(info)
 	}
 	return true, nil
 }

@@ -1,9 +1,13 @@
 package uploader_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,5 +153,65 @@ func TestWorker_ARetryIsSentWithANewSentAt(t *testing.T) {
 	}
 	if !retry.After(first) {
 		t.Errorf("the retry's sentAt %s is not after the first attempt's %s: the body was not built again", retry, first)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestWorker_Pipelined_ADeliveryIsBookedWhenItsAckCommitsNotWhenTheNextAttemptEnds(t *testing.T) {
+	// The first batch is accepted; the second hangs (upload.timeout is far away). The first
+	// batch's counters, log line and OnDelivered must not wait for the second attempt.
+	s := startScript(t, "ok,hang")
+	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
+	cfg.Batch.MaxEvents = 2
+	cfg.Upload.Timeout = time.Hour
+	delivered := make(chan uploader.BatchInfo, 4)
+	var logs syncBuffer
+	c := open(t, cfg, uploader.WithClock(budgettest.New(time.Time{})),
+		uploader.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		uploader.WithHooks(uploader.Hooks{OnDelivered: func(b uploader.BatchInfo) { delivered <- b }}))
+	enqueue(t, c, 0, 4) // one commit: both batches are due at once
+
+	ctx := waitCtx(t)
+	if err := s.WaitRequests(ctx, 2); err != nil { // the second attempt is in flight
+		t.Fatal(err)
+	}
+	select {
+	case b := <-delivered:
+		if b.Events != 2 || b.Status != 200 {
+			t.Errorf("OnDelivered(%+v), want the first batch: 2 events, status 200", b)
+		}
+	case <-ctx.Done():
+		t.Fatal("OnDelivered did not run while the next batch was in flight")
+	}
+	st := c.Stats()
+	if st.Counters.EventsUploaded != 2 || st.Counters.BatchesUploaded != 1 {
+		t.Errorf("during the second attempt: %d events in %d batches uploaded, want 2 in 1 (booked with OnDelivered)",
+			st.Counters.EventsUploaded, st.Counters.BatchesUploaded)
+	}
+	if st.Upload.LastSuccess.IsZero() {
+		t.Error("LastSuccess is not set while EventsUploaded is")
+	}
+	if !strings.Contains(logs.String(), "batch delivered") {
+		t.Errorf("no \"batch delivered\" log line while the next batch was in flight; logs:\n%s", logs.String())
+	}
+	if got := s.Requests(); len(got) != 2 {
+		t.Errorf("%d requests, want 2 (the second still in flight)", len(got))
 	}
 }
