@@ -96,7 +96,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	c.hc = hc
 	q, err := queue.Open(cfg.DataDir, c.queueConfig())
 	if err != nil {
-		return nil, fmt.Errorf("uploader: open queue: %w", err)
+		return nil, fmt.Errorf("uploader: %w", err) // queue.Open says "open queue: …"
 	}
 	c.q = q
 	c.runCtx, c.cancelRun = context.WithCancel(context.Background())
@@ -142,8 +142,9 @@ func (c *Client) queueConfig() queue.Config {
 // returns after the commit (and fsync with queue.sync: always). Each event is a
 // map[string]any (or any value encoding/json turns into an object), a []byte, a string or a
 // json.RawMessage of one JSON object. It is all or nothing: one bad event (an *event.Error
-// with its Index) stores none. After Close it returns ErrClosed; when the queue is full it
-// returns an error matching queue.ErrFull (with queue.when_full: reject).
+// with its Index) stores none. After Close it returns ErrClosed. When the queue is full it
+// returns an error matching ErrQueueFull with queue.when_full: reject, waits for room or ctx
+// with block, and evicts the oldest events (counted in Stats().Queue.Dropped) with drop_oldest.
 func (c *Client) Enqueue(ctx context.Context, events ...any) error {
 	norm := make([][]byte, len(events))
 	for i, ev := range events {

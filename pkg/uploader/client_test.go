@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/outboxhq/outbox/pkg/budget/budgettest"
 	"github.com/outboxhq/outbox/pkg/event"
+	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
+	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -58,5 +63,39 @@ func TestClient_Enqueue_OneBadEventStoresNone(t *testing.T) {
 	}
 	if err := c.Enqueue(context.Background(), []byte(`{"type":"identify","userId":"u"}`), json.RawMessage(`{"type":"alias","userId":"u","previousId":"p"}`)); err != nil {
 		t.Errorf("Enqueue of raw JSON: %v", err)
+	}
+}
+
+func TestClient_Enqueue_FullQueueReturnsErrQueueFull(t *testing.T) {
+	s := sinkOK(t)
+	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
+	cfg.Queue.MaxBytes = 1000 // a few events; the worker waits out batch.interval on a manual clock
+	c := open(t, cfg, uploader.WithClock(budgettest.New(time.Time{})))
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		err = c.Enqueue(context.Background(), track(i))
+	}
+	if !errors.Is(err, uploader.ErrQueueFull) {
+		t.Fatalf("Enqueue into a full queue = %v, want ErrQueueFull", err)
+	}
+	if !errors.Is(err, queue.ErrFull) || !errors.Is(uploader.ErrQueueFull, queue.ErrFull) || !errors.Is(queue.ErrFull, uploader.ErrQueueFull) {
+		t.Errorf("ErrQueueFull and queue.ErrFull do not match each other both ways")
+	}
+}
+
+func TestOpen_LockedDataDirSaysOpenQueueOnce(t *testing.T) {
+	s := sinkOK(t)
+	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
+	open(t, cfg, uploader.WithClock(budgettest.New(time.Time{})))
+	_, err := uploader.Open(cfg)
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("second Open = %v, want an error matching store.ErrLocked", err)
+	}
+	msg := err.Error()
+	if n := strings.Count(msg, "open queue"); n != 1 {
+		t.Errorf("error %q says \"open queue\" %d times, want once", msg, n)
+	}
+	if !strings.HasPrefix(msg, "uploader: ") || !strings.Contains(msg, "is in use by another outbox process") {
+		t.Errorf("error %q, want it to start with \"uploader: \" and say the directory is in use", msg)
 	}
 }

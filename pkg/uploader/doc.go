@@ -16,9 +16,11 @@
 //
 // Enqueue validates and normalises each event (pkg/event: messageId, timestamp, context.library)
 // and returns once the events are committed (and fsynced with queue.sync: always): an accepted
-// event survives a crash. It is all or nothing. Delivery is at least once: a crash between an
-// upload and its acknowledgement sends that batch again with the same messageIds, which
-// collectors deduplicate.
+// event survives a crash. It is all or nothing. When the stored events would pass
+// queue.max_bytes it returns ErrQueueFull (queue.when_full: reject, the default), waits for
+// room or ctx (block) or evicts the oldest events (drop_oldest). Delivery is at least once: a
+// crash between an upload and its acknowledgement sends that batch again with the same
+// messageIds, which collectors deduplicate.
 //
 // # The worker
 //

@@ -4,10 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/queue"
 )
 
 // ErrClosed is returned by Enqueue, Flush and a second Close after Close was called.
 var ErrClosed = errors.New("uploader: client is closed")
+
+// ErrQueueFull is returned (wrapped) by Enqueue when the queue is full and queue.when_full is
+// reject. It is queue.ErrFull itself, so errors.Is matches either name.
+var ErrQueueFull = queue.ErrFull
 
 // ErrInvalidConfig is wrapped by Config.Validate's error.
 var ErrInvalidConfig = errors.New("uploader: invalid configuration")
