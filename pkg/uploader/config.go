@@ -3,7 +3,10 @@ package uploader
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
@@ -57,7 +60,7 @@ type UploadConfig struct {
 	Format        string            `mapstructure:"format"`         // "segment" (the only one); "" → segment
 	Gzip          bool              `mapstructure:"gzip"`           // Content-Encoding: gzip; default true
 	Timeout       time.Duration     `mapstructure:"timeout"`        // one attempt, redirects included; 0 → 30s
-	Headers       map[string]string `mapstructure:"headers"`        // extra request headers
+	Headers       map[string]string `mapstructure:"headers"`        // extra request headers; not the reserved ones (see Validate)
 	CAFile        string            `mapstructure:"ca_file"`        // PEM roots added to the system pool
 	SplitRejected bool              `mapstructure:"split_rejected"` // bisect 400/422, split 413; default true
 }
@@ -135,7 +138,10 @@ func (c Config) withDefaults() Config {
 
 // Validate reports every invalid value in one error wrapping ErrInvalidConfig; each message
 // names its key, e.g. `upload.endpoint "ftp://x": must be an http or https URL`. Zero values
-// that Open would fill are accepted.
+// that Open would fill are accepted. upload.headers may not set, in any letter case, the
+// headers outbox's wire contract owns: X-Retry-Count, Content-Type, Content-Encoding,
+// Content-Length, Transfer-Encoding, Host, User-Agent, and Authorization while
+// upload.write_key is set (`upload.headers.X-Retry-Count: reserved: …`).
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
@@ -151,9 +157,12 @@ func (c Config) Validate() error {
 	if c.Upload.Timeout < 0 {
 		bad("upload.timeout", c.Upload.Timeout, "must be greater than zero")
 	}
-	for k := range c.Upload.Headers {
+	for _, k := range slices.Sorted(maps.Keys(c.Upload.Headers)) {
 		if !validHeaderName(k) {
 			bad("upload.headers", fmt.Sprintf("%q", k), "is not a valid header name")
+		} else if why := reservedHeader(k, c.Upload.WriteKey != ""); why != "" {
+			// The value is not shown: it may be a credential.
+			errs = append(errs, fmt.Errorf("upload.headers.%s: %s", k, why))
 		}
 	}
 	if c.Limits.MaxEventBytes < 0 {
@@ -194,6 +203,32 @@ func (c Config) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+}
+
+// reservedHeader says why name (compared case-insensitively) may not be set through
+// upload.headers, "" when it may. These headers are the wire contract of SPEC section 4, set by
+// outbox or by the HTTP client on every attempt; an override would either break the contract
+// (a first attempt carrying X-Retry-Count) or be dropped without a word.
+func reservedHeader(name string, writeKey bool) string {
+	switch http.CanonicalHeaderKey(name) {
+	case "X-Retry-Count":
+		return "reserved: outbox sets it per attempt (absent on a batch's first attempt, then 1, 2, 3 …)"
+	case "Content-Type":
+		return "reserved: outbox sends application/json, the only body it builds"
+	case "Content-Encoding":
+		return "reserved: outbox sets it from upload.gzip"
+	case "Content-Length", "Transfer-Encoding":
+		return "reserved: the HTTP client sets it from the body"
+	case "Host":
+		return "reserved: the HTTP client sets it from upload.endpoint"
+	case "User-Agent":
+		return "reserved: outbox sends outbox/<version> so collectors can tell its traffic apart"
+	case "Authorization":
+		if writeKey {
+			return "reserved while upload.write_key is set (it sends Basic auth); set one or the other"
+		}
+	}
+	return ""
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.

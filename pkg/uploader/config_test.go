@@ -131,3 +131,48 @@ dead: {max_bytes: 456}
 		t.Errorf("headers = %v", c.Upload.Headers)
 	}
 }
+
+func TestConfig_Validate_RejectsHeadersTheWireContractOwns(t *testing.T) {
+	tests := []struct {
+		name     string
+		header   string
+		writeKey string
+		want     string // "" → accepted
+	}{
+		{"X-Retry-Count is set per attempt", "X-Retry-Count", "", "upload.headers.X-Retry-Count: reserved"},
+		{"names compare case-insensitively (viper lower-cases keys)", "x-retry-count", "", "upload.headers.x-retry-count: reserved"},
+		{"Content-Type is application/json", "Content-Type", "", "upload.headers.Content-Type: reserved"},
+		{"Content-Encoding follows upload.gzip", "content-encoding", "", "upload.headers.content-encoding: reserved"},
+		{"Content-Length is the client's", "Content-Length", "", "upload.headers.Content-Length: reserved"},
+		{"Transfer-Encoding is the client's", "TRANSFER-ENCODING", "", "upload.headers.TRANSFER-ENCODING: reserved"},
+		{"Host comes from upload.endpoint", "host", "", "upload.headers.host: reserved"},
+		{"User-Agent is outbox/<version>", "User-Agent", "", "upload.headers.User-Agent: reserved"},
+		{"Authorization clashes with upload.write_key", "authorization", "wk", "upload.headers.authorization: reserved while upload.write_key is set"},
+		{"Authorization without a write key is the user's", "Authorization", "", ""},
+		{"other headers are the user's", "X-Team", "wk", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := uploader.DefaultConfig()
+			c.DataDir = t.TempDir()
+			c.Upload.WriteKey = tt.writeKey
+			c.Upload.Headers = map[string]string{tt.header: "s3cret-99"}
+			err := c.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, uploader.ErrInvalidConfig) {
+				t.Fatalf("Validate() = %v, want an ErrInvalidConfig containing %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "s3cret-99") {
+				t.Errorf("the error shows the header's value (it may be a credential): %v", err)
+			}
+			if _, err := uploader.Open(c); err == nil {
+				t.Errorf("Open accepted upload.headers.%s", tt.header)
+			}
+		})
+	}
+}
