@@ -2,10 +2,7 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"net"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -193,49 +190,4 @@ func (lc *loadedConfig) readFlags(fs *pflag.FlagSet) error {
 		}
 	}
 	return nil
-}
-
-// validate checks what single values cannot show alone: addresses, URLs, files, auth.
-func (lc *loadedConfig) validate() error {
-	c := &lc.Config
-	host, _, err := net.SplitHostPort(c.Ingest.Listen)
-	if err != nil {
-		return keyError("ingest.listen", lc.Sources["ingest.listen"], fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:8089)", c.Ingest.Listen))
-	}
-	if !isLoopback(host) && len(c.Ingest.WriteKeys) == 0 && c.Ingest.Token == "" && !c.Ingest.AllowUnauthenticated {
-		return keyError("ingest.listen", lc.Sources["ingest.listen"], fmt.Errorf(
-			"%q is not a loopback address and no ingest.write_keys or ingest.token is set; set one (OUTBOX_INGEST_TOKEN) or ingest.allow_unauthenticated: true", c.Ingest.Listen))
-	}
-	u, err := url.Parse(c.Upload.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return keyError("upload.endpoint", lc.Sources["upload.endpoint"], fmt.Errorf("%q is not an http(s) URL (e.g. https://api.segment.io/v1/batch)", c.Upload.Endpoint))
-	}
-	if c.Upload.CAFile != "" {
-		if _, err := os.Stat(c.Upload.CAFile); err != nil {
-			return keyError("upload.ca_file", lc.Sources["upload.ca_file"], fmt.Errorf("cannot read %s: %w", c.Upload.CAFile, err))
-		}
-	}
-	if c.Limits.MaxEventBytes > c.Limits.MaxRequestBytes {
-		return keyError("limits.max_event_bytes", lc.Sources["limits.max_event_bytes"], fmt.Errorf(
-			"%d is larger than limits.max_request_bytes (%d)", c.Limits.MaxEventBytes, c.Limits.MaxRequestBytes))
-	}
-	if c.Retry.BackoffBase > c.Retry.BackoffCap {
-		return keyError("retry.backoff_base", lc.Sources["retry.backoff_base"], fmt.Errorf(
-			"%s is longer than retry.backoff_cap (%s)", c.Retry.BackoffBase, c.Retry.BackoffCap))
-	}
-	for name := range c.Upload.Headers {
-		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, " :\r\n") {
-			return keyError("upload.headers", lc.Sources["upload.headers"], fmt.Errorf("%q is not a valid header name", name))
-		}
-	}
-	return nil
-}
-
-// isLoopback reports whether host ("" meaning every interface) only listens on loopback.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

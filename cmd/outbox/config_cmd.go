@@ -26,8 +26,9 @@ func newConfigCommand(a *app) *cobra.Command {
 ingest.write_keys, ingest.token, and upload.headers values that carry credentials
 (Authorization, Cookie, *-Key, *Token*, *Secret*).
 
-It checks the configuration exactly as "outbox run" does, so an unknown key or an invalid value
-is reported here too (exit code 2), naming the key and its source.
+It checks the configuration through the same code as "outbox run" (the uploader's and the
+agent's own rules included), so an unknown key or an invalid value is reported here too (exit
+code 2), naming the key and its source; a rule between two keys names both.
 
 Sizes print in bytes; in the file or environment they accept KB, MB, GB (powers of 1000) and
 KiB, MiB, GiB (powers of 1024). Durations are Go durations (500ms, 30s, 12h).

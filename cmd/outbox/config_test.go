@@ -143,7 +143,7 @@ ingest:
 upload:
   endpoint: https://user:pw-secret@collector.example/v1/batch
   headers:
-    Authorization: Bearer hdr-secret
+    Proxy-Authorization: Bearer hdr-secret
     X-Api-Key: apikey-secret
     X-Team: data
 `)

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runRootCanceled runs the command tree with a context that is already canceled, so that a
+// `run` that wrongly gets past validation stops at once (returning nil) instead of serving.
+func runRootCanceled(t *testing.T, env []string, args ...string) error {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := NewRootCommand(Deps{Stdout: &out, Stderr: &errOut, Environ: env})
+	cmd.SetArgs(args)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return cmd.ExecuteContext(ctx)
+}
+
+func TestConfigAndRun_RejectTheSameConfigurations_NamingKeysAndSources(t *testing.T) {
+	noPEM := writeFile(t, "ca.pem", "not a certificate\n")
+	cases := []struct {
+		name  string
+		file  string // YAML written to a temporary outbox.yaml, passed with --config
+		env   []string
+		args  []string
+		wants []string // "{file}" stands for the file's path
+	}{
+		{name: "an empty write key in the file names the key and the file",
+			file:  "ingest:\n  write_keys: [\"\"]\n",
+			wants: []string{"configuration key ingest.write_keys (from file {file})", "must not be empty"}},
+		{name: "the uploader's rule that a batch holds one event names both keys",
+			file:  "batch:\n  max_bytes: 1000\n",
+			wants: []string{"batch.max_bytes (from file {file})", "limits.max_event_bytes (from default)"}},
+		{name: "a CA file without a certificate is refused before run opens anything",
+			env:   []string{"OUTBOX_UPLOAD_CA_FILE=" + noPEM},
+			wants: []string{"configuration key upload.ca_file (from env OUTBOX_UPLOAD_CA_FILE)", "no PEM certificate"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			file := ""
+			if tc.file != "" {
+				file = writeFile(t, "outbox.yaml", tc.file)
+				args = append(args, "--config", file)
+			}
+			args = append(args, tc.args...)
+			// run must not reach the default data directory or listen address if it got that far.
+			env := append([]string{"OUTBOX_INGEST_LISTEN=127.0.0.1:0"}, tc.env...)
+			env = append(env, "OUTBOX_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
+			var msgs []string
+			for _, command := range []string{"config", "run"} {
+				err := runRootCanceled(t, env, append([]string{command}, args...)...)
+				if err == nil {
+					t.Fatalf("outbox %s accepted the configuration", command)
+				}
+				if code := exitCode(err); code != exitUsage {
+					t.Errorf("outbox %s: exit code %d, want %d (err %v)", command, code, exitUsage, err)
+				}
+				for _, w := range tc.wants {
+					if w = strings.ReplaceAll(w, "{file}", file); !strings.Contains(err.Error(), w) {
+						t.Errorf("outbox %s: error %q does not contain %q", command, err, w)
+					}
+				}
+				msgs = append(msgs, err.Error())
+			}
+			if msgs[0] != msgs[1] {
+				t.Errorf("config and run disagree:\n config: %s\n run:    %s", msgs[0], msgs[1])
+			}
+		})
+	}
+}
+
+func TestMentionedKeys_WholeKeysInOrder(t *testing.T) {
+	cases := []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"indexed list item names the list key", "ingest.write_keys[0]: empty", []string{"ingest.write_keys"}},
+		{"two keys in order of appearance", "batch.max_bytes 10: must hold limits.max_event_bytes", []string{"batch.max_bytes", "limits.max_event_bytes"}},
+		{"a key at the end of a sentence", "must be below retry.backoff_cap.", []string{"retry.backoff_cap"}},
+		{"a longer word is not the key", "xupload.timeouts", nil},
+		{"no key", "something else", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mentionedKeys(tc.text)
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("mentionedKeys(%q) = %v, want %v", tc.text, got, tc.want)
+			}
+		})
+	}
+}
