@@ -45,12 +45,12 @@ func (lc *loadedConfig) validate() error {
 		}
 	}
 	if c.Limits.MaxEventBytes > c.Limits.MaxRequestBytes {
-		return keyError("limits.max_event_bytes", lc.Sources["limits.max_event_bytes"], fmt.Errorf(
-			"%d is larger than limits.max_request_bytes (%d)", c.Limits.MaxEventBytes, c.Limits.MaxRequestBytes))
+		return lc.keysError(fmt.Errorf("limits.max_event_bytes (%d) is larger than limits.max_request_bytes (%d); raise the second or lower the first",
+			c.Limits.MaxEventBytes, c.Limits.MaxRequestBytes), "limits.max_event_bytes", "limits.max_request_bytes")
 	}
 	if c.Retry.BackoffBase > c.Retry.BackoffCap {
-		return keyError("retry.backoff_base", lc.Sources["retry.backoff_base"], fmt.Errorf(
-			"%s is longer than retry.backoff_cap (%s)", c.Retry.BackoffBase, c.Retry.BackoffCap))
+		return lc.keysError(fmt.Errorf("retry.backoff_base (%s) is longer than retry.backoff_cap (%s); raise the cap or lower the base",
+			c.Retry.BackoffBase, c.Retry.BackoffCap), "retry.backoff_base", "retry.backoff_cap")
 	}
 	for name := range c.Upload.Headers {
 		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, " :\r\n") {
