@@ -21,6 +21,10 @@ import (
 // between two keys, both keys) and the source of each value, and is a usageError (exit code 2).
 func (lc *loadedConfig) validate() error {
 	c := &lc.Config
+	if c.DataDir == "" {
+		return keyError("data_dir", lc.Sources["data_dir"], errors.New(
+			`must not be empty; name a directory (default ./outbox-data), or remove the setting`))
+	}
 	host, _, err := net.SplitHostPort(c.Ingest.Listen)
 	if err != nil {
 		return keyError("ingest.listen", lc.Sources["ingest.listen"], fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:8089)", c.Ingest.Listen))

@@ -48,6 +48,12 @@ func TestConfigAndRun_RejectTheSameConfigurations_NamingKeysAndSources(t *testin
 		{name: "a CA file without a certificate is refused before run opens anything",
 			env:   []string{"OUTBOX_UPLOAD_CA_FILE=" + noPEM},
 			wants: []string{"configuration key upload.ca_file (from env OUTBOX_UPLOAD_CA_FILE)", "no PEM certificate"}},
+		{name: "an empty --data-dir is refused",
+			args:  []string{"--data-dir", ""},
+			wants: []string{"configuration key data_dir (from flag --data-dir)", "must not be empty"}},
+		{name: "an empty data_dir in the file is refused",
+			file:  "data_dir: \"\"\n",
+			wants: []string{"configuration key data_dir (from file {file})", "must not be empty"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,7 +66,9 @@ func TestConfigAndRun_RejectTheSameConfigurations_NamingKeysAndSources(t *testin
 			args = append(args, tc.args...)
 			// run must not reach the default data directory or listen address if it got that far.
 			env := append([]string{"OUTBOX_INGEST_LISTEN=127.0.0.1:0"}, tc.env...)
-			env = append(env, "OUTBOX_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
+			if !contains(tc.args, "--data-dir") && !strings.Contains(tc.file, "data_dir") {
+				env = append(env, "OUTBOX_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
+			}
 			var msgs []string
 			for _, command := range []string{"config", "run"} {
 				err := runRootCanceled(t, env, append([]string{command}, args...)...)
@@ -81,6 +89,16 @@ func TestConfigAndRun_RejectTheSameConfigurations_NamingKeysAndSources(t *testin
 				t.Errorf("config and run disagree:\n config: %s\n run:    %s", msgs[0], msgs[1])
 			}
 		})
+	}
+}
+
+func TestConfig_EmptyDataDirVariable_CountsAsUnset(t *testing.T) {
+	out, err := runRoot(t, []string{"OUTBOX_DATA_DIR="}, "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := configLines(t, out)["data_dir"]; g != [2]string{`"./outbox-data"`, "default"} {
+		t.Errorf("data_dir = %v, want the default", g)
 	}
 }
 

@@ -86,7 +86,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.`,
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "YAML configuration file (default ./outbox.yaml when it exists)")
-	pf.String("data-dir", "", "data directory (key data_dir; default ./outbox-data)")
+	pf.String("data-dir", "", "data directory, not empty (key data_dir; default ./outbox-data)")
 	pf.String("listen", "", "ingest address host:port (key ingest.listen; default 127.0.0.1:8089)")
 	pf.String("endpoint", "", "collector URL (key upload.endpoint; default https://api.segment.io/v1/batch)")
 	pf.String("log-level", "", "debug, info, warn or error (key log.level; default info)")
