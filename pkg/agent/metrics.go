@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
 const namespace = "outbox"
@@ -67,7 +69,7 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		enqueued:       counter("events_enqueued_total", "Events accepted and made durable through ingest."),
 		uploaded:       counter("events_uploaded_total", "Events the collector accepted."),
 		dead:           counter("events_dead_total", "Events moved to the dead-letter bucket."),
-		dropped:        counterVec("events_dropped_total", "Events dropped, by reason.", "reason"),
+		dropped:        counterVec("events_dropped_total", "Events dropped, by reason (drop_oldest, dead_overflow, checksum).", "reason"),
 		uploadRequests: counterVec("upload_requests_total", "Upload attempts, by HTTP status or network error class.", "code"),
 		uploadDuration: histogram("upload_duration_seconds", "Duration of one upload attempt.",
 			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}),
@@ -78,9 +80,14 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		commitDuration: histogram("store_commit_duration_seconds", "Duration of one store commit (with fsync when queue.sync is always).",
 			prometheus.ExponentialBuckets(0.0005, 2, 12)),
 	}
-	for _, p := range []string{"rate_limit", "backoff"} {
+	// Series with known labels exist at 0 from the start, so alerts and rate() see them
+	// before the first event.
+	for _, p := range []string{uploader.PathRateLimit, uploader.PathBackoff} {
 		m.retries.WithLabelValues(p)
 		m.retryWait.WithLabelValues(p)
+	}
+	for _, r := range uploader.DropReasons() {
+		m.dropped.WithLabelValues(r)
 	}
 	cs := []prometheus.Collector{m.enqueued, m.uploaded, m.dead, m.dropped, m.uploadRequests, m.uploadDuration,
 		m.retries, m.retryWait, m.batchEvents, m.ingest, m.commitDuration, newGaugeCollector(m)}

@@ -99,3 +99,10 @@ func TestOpen_LockedDataDirSaysOpenQueueOnce(t *testing.T) {
 		t.Errorf("error %q, want it to start with \"uploader: \" and say the directory is in use", msg)
 	}
 }
+
+func TestDropReasons_AreTheStoresReasonStrings(t *testing.T) {
+	want := []string{store.DropOldest, store.DropDeadOverflow, store.DropChecksum}
+	if got := uploader.DropReasons(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("DropReasons() = %v, want the store's %v", got, want)
+	}
+}

@@ -22,10 +22,20 @@ type QueueStats struct {
 	Events    int64
 	Bytes     int64
 	OldestAge time.Duration // age of the oldest waiting event; 0 when empty
-	// Dropped counts events dropped since Open by reason: "drop_oldest" (queue.when_full),
-	// "dead_overflow" (dead.max_bytes), "checksum" (a record that failed its CRC).
+	// Dropped counts events dropped since Open by reason: DropOldest (queue.when_full),
+	// DropDeadOverflow (dead.max_bytes), DropChecksum (a record that failed its CRC).
 	Dropped map[string]int64
 }
+
+// Drop reasons, as in QueueStats.Dropped and Hooks.OnDrop (the store's reason strings).
+const (
+	DropOldest       = "drop_oldest"   // evicted from the head by queue.when_full: drop_oldest
+	DropDeadOverflow = "dead_overflow" // in a dead batch dropped past dead.max_bytes
+	DropChecksum     = "checksum"      // in a record that failed its CRC-32C; never uploaded
+)
+
+// DropReasons returns every drop reason, for exporting a zero series per reason up front.
+func DropReasons() []string { return []string{DropOldest, DropDeadOverflow, DropChecksum} }
 
 // DeadStats describes the dead letters.
 type DeadStats struct {
