@@ -79,7 +79,7 @@ func TestRun_SecondAgentOnSameDataDir_Exits1AtOnce(t *testing.T) {
 
 func TestConfigCommand_RedactsSecretsAndShowsSources(t *testing.T) {
 	dir := t.TempDir()
-	file := "ingest:\n  token: tok-in-file-secret\nupload:\n  headers:\n    Authorization: Bearer hdr-secret\n"
+	file := "ingest:\n  token: tok-in-file-secret\nupload:\n  headers:\n    Proxy-Authorization: Bearer hdr-secret\n"
 	if err := os.WriteFile(filepath.Join(dir, "outbox.yaml"), []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestConfigCommand_RedactsSecretsAndShowsSources(t *testing.T) {
 		"upload.write_key":  {"<redacted>", "env OUTBOX_UPLOAD_WRITE_KEY"},
 		"ingest.write_keys": {"[<redacted>, <redacted>]", "env OUTBOX_INGEST_WRITE_KEYS"},
 		"ingest.token":      {"<redacted>", "file ./outbox.yaml"},
-		"upload.headers":    {"authorization: <redacted>"},
+		"upload.headers":    {"proxy-authorization: <redacted>"},
 		"data_dir":          {"/srv/outbox", "flag --data-dir"},
 		"batch.interval":    {"5s", "default"},
 	}
