@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +55,9 @@ func (a *app) newAgentClient(cmd *cobra.Command, agentURL string) (*agentClient,
 	return c, lc, nil
 }
 
+// eventPrefix matches the "event N: " an agent's 400 message starts with.
+var eventPrefix = regexp.MustCompile(`^event \d+: `)
+
 // agentError is a non-2xx answer of the agent.
 type agentError struct {
 	Status  int
@@ -63,11 +67,14 @@ type agentError struct {
 
 func (e *agentError) Error() string {
 	msg := fmt.Sprintf("the agent answered %d %s", e.Status, http.StatusText(e.Status))
-	if e.Message != "" {
-		msg += ": " + e.Message
-	}
+	text := e.Message
 	if e.Index != nil {
-		msg += fmt.Sprintf(" (event %d)", *e.Index)
+		// The agent's message starts "event N: " with N counted within its request; name the
+		// event once, by Index (which send re-bases onto everything it sent).
+		text = fmt.Sprintf("event %d: %s", *e.Index, eventPrefix.ReplaceAllString(text, ""))
+	}
+	if text != "" {
+		msg += ": " + text
 	}
 	switch e.Status {
 	case http.StatusUnauthorized:
