@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/spf13/cobra"
@@ -25,12 +26,21 @@ counts the events and duplicate messageIds, and prints one line per request. Poi
 it with --endpoint http://127.0.0.1:8090/v1/batch to watch events flow without an account.
 GET /stats answers its counters as JSON.
 
---fail scripts faults, as a comma-separated list of responses with modifiers:
-  503x5                five 503s, then 200
-  429:ra=300           one 429 with Retry-After: 300
-  503:20%,429:5%:ra=1  20% 503, 5% 429 + Retry-After: 1, the rest 200 (add seed=N to repeat)
-  500x3,503:ra=2:default  three 500s, then 503 + Retry-After: 2 for ever
-  reset, reset-after-body, hang, delay=2s   connection faults and slow answers
+--fail scripts faults: a comma-separated list of items; an item is a response followed by
+optional ":"-separated modifiers.
+  responses  a status code (100-599); ok (200); reset (also written reset-before-body: the
+             connection is reset before the body is read); reset-after-body; hang (no answer
+             until the client gives up)
+  modifiers  xN (repeat N times); N% (a chance); default (the answer once the steps are used
+             up); ra=VALUE (Retry-After, raw, or ra=date+30s); delay=DUR (wait before
+             answering); loc=URL (Location); body=TEXT (response body)
+A modifier never stands alone: a slow answer is 200:delay=2s, not delay=2s. Examples:
+  503x5                         five 503s, then 200
+  429:ra=300                    one 429 with Retry-After: 300
+  503:20%,429:5%:ra=1           20% 503, 5% 429 + Retry-After: 1, the rest 200 (add seed=N to repeat)
+  500x3,503:ra=2:default        three 500s, then 503 + Retry-After: 2 for ever
+  reset,reset-after-body,hang   a reset before the body, one after it, one request left hanging
+  200:delay=2s:default          every answer is a 200 after 2s
 Steps are played in order; "N%" items are chances drawn after the steps; "default" is the
 answer once the steps are used up (200 when unset).
 
@@ -55,7 +65,7 @@ Stop it with Ctrl-C; it prints its totals.`,
 func (o *sinkOptions) run(a *app, cmd *cobra.Command) error {
 	script, err := sink.ParseFaults(o.fail)
 	if err != nil {
-		return usageErrorf("--fail %q: %w", o.fail, err)
+		return usageErrorf("--fail %q: %w%s", o.fail, err, modifierHint(o.fail))
 	}
 	sigs := a.watchSignals()
 	defer sigs.Stop()
@@ -78,4 +88,17 @@ func (o *sinkOptions) run(a *app, cmd *cobra.Command) error {
 	fmt.Fprintf(out, "sink stopped: %d requests, %d batches accepted, %d events accepted (%d unique, %d duplicates), %d rejected\n",
 		st.Requests, st.Batches, st.Events, st.Unique, st.Duplicates, st.Rejected)
 	return nil
+}
+
+// modifierHint explains a fault item that starts with a modifier, the mistake the old help invited
+// ("delay=2s" alone); "" when no item does.
+func modifierHint(spec string) string {
+	for _, item := range strings.Split(spec, ",") {
+		for _, m := range []string{"delay=", "ra=", "loc=", "body="} {
+			if strings.HasPrefix(strings.TrimSpace(item), m) {
+				return fmt.Sprintf("; %s is a modifier, not a response: put it after one, e.g. 200:%s", m, strings.TrimSpace(item))
+			}
+		}
+	}
+	return ""
 }

@@ -119,7 +119,7 @@ func parseHead(head string, it *item) error {
 	default:
 		code, err := strconv.Atoi(kind)
 		if err != nil || code < 100 || code > 599 {
-			return fmt.Errorf("%q is not a status code (100-599), ok, reset, reset-after-body or hang", kind)
+			return fmt.Errorf("%q is not a status code (100-599), ok, reset (or reset-before-body), reset-after-body or hang", kind)
 		}
 		it.resp.Status = code
 	}
