@@ -249,3 +249,29 @@ func TestDelete_AnyKeysInAnyGroupKeepTheQueueAndCountsExact(t *testing.T) {
 		}
 	})
 }
+
+func TestAppend_DropOldestEvictsJustEnoughHeadEventsWithExactCounts(t *testing.T) {
+	var max int64
+	for i := 0; i < 300; i++ {
+		max += int64(len(sized(i)))
+	}
+	s := mustOpen(t, t.TempDir(), store.Options{NoSync: true, MaxBytes: max, DropOldest: true})
+	appendSized(t, s, 0, 300)
+	appendSized(t, s, 300, 150) // evicts from the head, across many leaf pages, until these fit
+	var need, held int64
+	for i := 300; i < 450; i++ {
+		need += int64(len(sized(i)))
+	}
+	first := 0
+	for held = max; held+need > max; first++ {
+		held -= int64(len(sized(first)))
+	}
+	var want [][]byte
+	for i := first; i < 450; i++ {
+		want = append(want, sized(i))
+	}
+	wantQueued(t, s, want)
+	if got := s.Stats().Dropped[store.DropOldest]; got != int64(first) {
+		t.Fatalf("%d counted as dropped, want %d", got, first)
+	}
+}

@@ -26,6 +26,20 @@
 // Counters live in memory, are published after each commit and persisted in
 // meta within the same transaction, so Stats is cheap.
 //
+// An append request's keys and records are built in one allocation. A delete
+// (an ack: one batch, or several consecutive ones) walks one cursor: it seeks
+// the last key, then deletes and steps back (Cursor.Prev; Next after Delete can
+// skip a key in bbolt) down to the first, comparing every key the cursor lands
+// on with the key expected; a key that differs (keys not one run, or gone) is
+// looked up by its own Seek. Each event's size, for the counters, comes from
+// the value under the cursor. DropOldest eviction deletes at Cursor.First.
+//
+// # Reads
+//
+// Head and ReadAfter verify every record's CRC and copy keys and events into
+// 256 KiB blocks (one allocation per block, not two per event); a batch holds
+// no reference into bbolt's memory map.
+//
 // # Checks, corruption, recovery
 //
 // Open runs bbolt's structure check plus every record's CRC: synchronously for
