@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
+	"slices"
 )
 
 // A defensive reader of bbolt's on-disk format (little endian, as written on
@@ -31,12 +33,13 @@ type pageFile struct {
 type metaInfo struct {
 	pageSize int
 	root     uint64
+	hwm      uint64 // high-water mark: pages [0, hwm) are in use or free
 	txid     uint64
 }
 
 // readMeta parses the meta page at off; ok is false when its checksum fails.
 func readMeta(data []byte, off int) (m metaInfo, ok bool) {
-	if off+80 > len(data) {
+	if off < 0 || off+80 > len(data) {
 		return m, false
 	}
 	p := data[off:]
@@ -46,29 +49,50 @@ func readMeta(data []byte, off int) (m metaInfo, ok bool) {
 	}
 	m.pageSize = int(le.Uint32(p[24:]))
 	m.root = le.Uint64(p[32:])
+	m.hwm = le.Uint64(p[56:])
 	m.txid = le.Uint64(p[64:])
 	h := fnv.New64a()
 	_, _ = h.Write(p[16:72])
 	return m, h.Sum64() == le.Uint64(p[72:]) && m.pageSize >= 512 && m.pageSize <= 1<<20
 }
 
-// bestMeta picks the valid meta page with the highest txid.
-func bestMeta(data []byte) (metaInfo, error) {
+// candidatePageSizes are the page sizes tried when the meta pages do not
+// give one: the OS page size first, then the common ones.
+func candidatePageSizes() []int {
+	sizes := []int{os.Getpagesize(), 4096, 8192, 16384, 65536}
+	slices.Sort(sizes)
+	return slices.Compact(sizes)
+}
+
+// metaPages reads both meta pages. Meta 0 is at offset 0; meta 1 one page
+// later, so when meta 0 is unreadable it is looked for at every candidate
+// page size. valid counts the meta pages whose checksum verified.
+func metaPages(data []byte) (best metaInfo, valid int) {
 	m0, ok0 := readMeta(data, 0)
-	ps := m0.pageSize
-	if !ok0 || ps == 0 {
-		ps = 4096
+	sizes := candidatePageSizes()
+	if ok0 {
+		sizes = []int{m0.pageSize}
 	}
-	m1, ok1 := readMeta(data, ps)
+	var m1 metaInfo
+	ok1 := false
+	for _, ps := range sizes {
+		if m, ok := readMeta(data, ps); ok && m.pageSize == ps {
+			m1, ok1 = m, true
+			break
+		}
+	}
 	switch {
-	case ok0 && ok1 && m1.txid > m0.txid:
-		return m1, nil
+	case ok0 && ok1:
+		if m1.txid > m0.txid {
+			return m1, 2
+		}
+		return m0, 2
 	case ok0:
-		return m0, nil
+		return m0, 1
 	case ok1:
-		return m1, nil
+		return m1, 1
 	}
-	return metaInfo{}, errors.New("no valid meta page")
+	return metaInfo{}, 0
 }
 
 // page returns the bytes of page id (with its overflow), or nil when out of
@@ -157,4 +181,108 @@ func (f *pageFile) walkBucket(v []byte, visit func(k, v []byte)) error {
 		f.walkPage(v[16:], 1, leafOnly)
 	}
 	return nil
+}
+
+// later returns the greater of two keys.
+func later(a, b []byte) []byte {
+	if bytes.Compare(b, a) > 0 {
+		return b
+	}
+	return a
+}
+
+// scanAll is salvage without a meta page: it scans every page as a leaf at
+// each candidate page size and keeps the size that yields the most records.
+// At a wrong size no page names itself, so a wrong guess finds nothing.
+func scanAll(data []byte) salvaged {
+	var best salvaged
+	for _, ps := range candidatePageSizes() {
+		s := salvaged{scanned: true}
+		s.scanLeaves(&pageFile{data: data, pageSize: ps, seen: map[uint64]bool{}}, nil, nil)
+		if n := len(s.events) + len(s.dead); n > 0 && n > len(best.events)+len(best.dead) {
+			s.pageSize = ps
+			best = s
+		}
+	}
+	best.scanned = true
+	return best
+}
+
+// scanLeaves reads every leaf page the walk did not reach and keeps records
+// that look like events (20-byte key, valid record) or dead batches (valid
+// dead payload) whose keys are after afterEvent / afterDead (nil: all).
+// Such pages may be stale copies or freed pages, so already-acknowledged
+// events can come back (at-least-once; collectors dedupe on messageId).
+// Records failing their CRC here are not counted: they may be stale.
+func (s *salvaged) scanLeaves(f *pageFile, afterEvent, afterDead []byte) {
+	defer s.dropDeadCopies(len(s.events))
+	n := uint64(len(f.data) / f.pageSize)
+	for id := uint64(2); id < n; id++ {
+		if f.seen[id] {
+			continue
+		}
+		p := f.page(id)
+		if p == nil || binary.LittleEndian.Uint16(p[8:]) != flagLeaf {
+			continue
+		}
+		bad := f.badPages
+		f.walkPage(p, 1, func(flags uint32, k, v []byte) {
+			if flags&bucketLeafFlag != 0 || len(k) != 20 {
+				return
+			}
+			p, err := decodeRecord(v)
+			if err != nil {
+				return
+			}
+			rec := kv{append([]byte(nil), k...), append([]byte(nil), v...)}
+			if h, err := decodeDeadHeader(p); err == nil {
+				if evs, err := deadEvents(h); err == nil && deadSize(evs) == len(h.body) {
+					if bytes.Compare(k, afterDead) > 0 {
+						s.dead = append(s.dead, rec)
+					}
+					return
+				}
+			}
+			if bytes.Compare(k, afterEvent) > 0 {
+				s.events = append(s.events, rec)
+			}
+		})
+		f.badPages = bad
+	}
+}
+
+func deadSize(evs [][]byte) int {
+	n := 0
+	for _, e := range evs {
+		n += 4 + len(e)
+	}
+	return n
+}
+
+// dropDeadCopies drops the events from index from on whose bytes are in a
+// salvaged dead batch: a scan finds the stale copy left on a freed page
+// when a batch was moved to the dead letters, and it must not be queued
+// again. (Were the copy not stale, the event stays safe in the dead batch.)
+func (s *salvaged) dropDeadCopies(from int) {
+	if len(s.dead) == 0 || from >= len(s.events) {
+		return
+	}
+	inDead := map[string]bool{}
+	for _, d := range s.dead {
+		h, err := decodeDeadHeader(d.v[recordHeader:])
+		if err != nil {
+			continue
+		}
+		evs, _ := deadEvents(h)
+		for _, e := range evs {
+			inDead[string(e)] = true
+		}
+	}
+	kept := s.events[:from]
+	for _, r := range s.events[from:] {
+		if !inDead[string(r.v[recordHeader:])] {
+			kept = append(kept, r)
+		}
+	}
+	s.events = kept
 }

@@ -2,32 +2,92 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// Report is what Recover did.
+// Report is what Recover did. Unreadable, BadRecords and BadPages count what
+// could be seen to be lost; MissingBytes and StoredEvents − Saved show loss
+// that cannot be counted record by record (a truncated file, a lost page).
 type Report struct {
 	Saved      int    // queued events copied into the fresh file
 	DeadSaved  int    // dead-letter batches copied
-	Unreadable int    // records that failed their checksum + pages that could not be read
-	MovedTo    string // where the old file now lives (inside the data directory)
+	Unreadable int    // BadRecords + BadPages
+	MovedTo    string // where the old file now lives (inside the data directory); empty when nothing was moved
+
+	// Healthy is true when the file opened and passed the full check
+	// (bbolt's structure and every record's checksum). Without
+	// RecoverOptions.Force, Recover then changes nothing: MovedTo is empty
+	// and Saved is 0, and StoredEvents/StoredDeadBatches are what the file
+	// holds.
+	Healthy bool
+	// BadRecords counts records that were found but fail their checksum (or
+	// are malformed dead batches): each was one event or one dead batch.
+	BadRecords int
+	// BadPages counts pages the file's tree points at that could not be read
+	// (beyond the end of the file, not naming themselves, malformed). Each
+	// may have held many events; how many is not known.
+	BadPages int
+	// MissingBytes is how much shorter the file is than its meta page says it
+	// must be (high-water page id × page size − file size): the file was
+	// truncated and whatever those bytes held is lost. 0 when the file is
+	// whole, or when no meta page was readable (Scanned).
+	MissingBytes int64
+	// StoredEvents and StoredDeadBatches are the file's own counters as of
+	// its last commit, or -1 when that record could not be read. When Saved
+	// is smaller, at least StoredEvents − Saved events were lost.
+	StoredEvents, StoredDeadBatches int64
+	// Scanned is true when neither meta page was readable, so the file's
+	// tree could not be followed: records were found by reading every page
+	// as a leaf (at the page size PageSize that yields the most). Events that
+	// were already acknowledged but still sat on freed pages may come back
+	// (at-least-once; collectors dedupe on messageId), and neither
+	// truncation nor lost pages can be measured.
+	Scanned bool
+	// PageSize is the page size the old file was read with (0 when nothing
+	// in it could be read).
+	PageSize int
 }
 
-// Recover moves dir's data file aside as <name>.corrupt-<UTC time> (never
-// deleting it) and copies every readable record into a fresh file. It reads
-// the old file page by page without trusting it (out-of-range, misnamed or
-// malformed pages are skipped and counted), keeps original keys (so order),
-// and recomputes the counters. It takes the directory lock (ErrLocked while an
-// agent runs). A healthy file is recovered completely.
+// RecoverOptions change what Recover does.
+type RecoverOptions struct {
+	// Force salvages even a file that passes the full check (moving it
+	// aside and copying it). Without it, a healthy file is left as is.
+	Force bool
+	// Now is the clock for the set-aside name; time.Now when nil.
+	Now func() time.Time
+}
+
+// Recover is RecoverWith(dir, RecoverOptions{}).
 func Recover(dir string) (Report, error) {
-	var rep Report
+	return RecoverWith(dir, RecoverOptions{})
+}
+
+// RecoverWith repairs dir's data file. It takes the directory lock
+// (ErrLocked while an agent runs). A file that opens and passes the full
+// check is left untouched (Report.Healthy) unless opt.Force. Otherwise it
+// reads the old file page by page without trusting it (out-of-range,
+// misnamed or malformed pages are skipped and counted; with both meta pages
+// lost, every page is scanned), copies every readable record, with its
+// original key (so order), into a fresh file and recomputes the counters.
+// Only when that file is complete and synced does the old one get its new
+// name, <name>.corrupt-<UTC time to the microsecond>[-n]: a hard link (or a
+// rename where links are not supported) that never replaces an existing
+// file, so no earlier .corrupt file is ever overwritten. Then the fresh file
+// is renamed over <name>. The old bytes are never modified or deleted.
+func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
+	rep := Report{StoredEvents: -1, StoredDeadBatches: -1}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
 	lock, err := lockDir(dir)
 	if err != nil {
 		return rep, err
@@ -38,16 +98,18 @@ func Recover(dir string) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("recover: read %s: %w", path, err)
 	}
-	rep.MovedTo = path + ".corrupt-" + time.Now().UTC().Format("20060102T150405Z")
-	if err := os.Rename(path, rep.MovedTo); err != nil {
-		return rep, fmt.Errorf("recover: move aside: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
-		return rep, fmt.Errorf("recover: %w", err)
+	if res, ok := checkHealthy(path, data); ok {
+		rep.Healthy = true
+		if !opt.Force {
+			rep.StoredEvents, rep.StoredDeadBatches = res.actual.Events, res.actual.DeadBatches
+			return rep, nil
+		}
 	}
 	sal := salvage(data)
-	rep.Unreadable = sal.unreadable
-	db, err := openDB(path, false, 0)
+	sal.report(&rep, int64(len(data)))
+	tmp := path + ".recover"
+	_ = os.Remove(tmp) // ours: left by a recover that crashed before its rename
+	db, err := openDB(tmp, false, 0)
 	if err != nil {
 		return rep, fmt.Errorf("recover: create fresh file: %w", err)
 	}
@@ -55,7 +117,80 @@ func Recover(dir string) (Report, error) {
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
-	return rep, err
+	if err != nil {
+		_ = os.Remove(tmp)
+		return rep, err
+	}
+	if rep.MovedTo, err = setAside(path, opt.Now()); err != nil {
+		_ = os.Remove(tmp)
+		return rep, fmt.Errorf("recover: move aside: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return rep, fmt.Errorf("recover: put the fresh file %s in place: %w", tmp, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return rep, fmt.Errorf("recover: %w", err)
+	}
+	return rep, nil
+}
+
+// setAside gives path the name <path>.corrupt-<UTC time>, adding -1, -2, …
+// when that is taken. It never replaces a file: a hard link fails when the
+// name exists; where links are not supported it renames after checking
+// that the name is free (the directory lock keeps other outbox processes
+// out meanwhile). With a link, path still names the old file until the
+// caller renames the fresh one over it.
+func setAside(path string, now time.Time) (string, error) {
+	base := path + ".corrupt-" + now.UTC().Format("20060102T150405.000000Z")
+	for i := 0; i < 1000; i++ {
+		target := base
+		if i > 0 {
+			target = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Link(path, target)
+		if err == nil {
+			return target, nil
+		}
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if _, serr := os.Lstat(target); serr == nil {
+			continue
+		} else if !errors.Is(serr, fs.ErrNotExist) {
+			return "", serr
+		}
+		if err := os.Rename(path, target); err != nil {
+			return "", err
+		}
+		return target, nil
+	}
+	return "", fmt.Errorf("every name %s-n is taken", base)
+}
+
+// checkHealthy reports whether the file at path (whose bytes are data)
+// opens and passes the full check, reading it with bbolt read-only. A file
+// with a damaged meta page is not healthy: bbolt would silently fall back
+// to the previous commit, losing the newest. A file shorter than its meta
+// page says is not opened at all (bbolt would fault reading the missing
+// pages).
+func checkHealthy(path string, data []byte) (res checkResult, ok bool) {
+	m, valid := metaPages(data)
+	if valid < 2 || m.hwm > uint64(len(data)/m.pageSize) {
+		return res, false
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		return res, false
+	}
+	defer func() { _ = db.Close() }()
+	res, err = checkDB(db, nil)
+	return res, err == nil
 }
 
 type kv struct{ k, v []byte }
@@ -63,17 +198,43 @@ type kv struct{ k, v []byte }
 type salvaged struct {
 	events, dead []kv
 	retry        []byte
-	unreadable   int
+	stored       *counts // the file's counters; nil when unreadable
+	badRecords   int
+	badPages     int
+	pageSize     int
+	hwm          uint64 // 0 when unknown
+	scanned      bool
 }
 
-// salvage collects every record whose CRC verifies from the three buckets.
-func salvage(data []byte) salvaged {
-	var s salvaged
-	m, err := bestMeta(data)
-	if err != nil {
-		s.unreadable++
-		return s
+// report copies what salvage found into rep; size is the old file's size.
+func (s *salvaged) report(rep *Report, size int64) {
+	rep.BadRecords, rep.BadPages = s.badRecords, s.badPages
+	rep.Unreadable = s.badRecords + s.badPages
+	rep.Scanned, rep.PageSize = s.scanned, s.pageSize
+	if want := int64(s.hwm) * int64(s.pageSize); want > size {
+		rep.MissingBytes = want - size
 	}
+	if s.stored != nil {
+		rep.StoredEvents, rep.StoredDeadBatches = s.stored.Events, s.stored.DeadBatches
+	}
+}
+
+// oneValue is a bucket holding one value, for readCounts.
+type oneValue []byte
+
+func (v oneValue) Get([]byte) []byte { return v }
+
+// salvage collects every record whose CRC verifies from the three buckets,
+// following the tree from the newest valid meta page. Where the tree could
+// not be followed completely it also scans the pages it did not reach; with
+// no valid meta page it scans every page.
+func salvage(data []byte) salvaged {
+	m, valid := metaPages(data)
+	if valid == 0 {
+		return scanAll(data)
+	}
+	s := salvaged{pageSize: m.pageSize, hwm: m.hwm}
+	var lastEvent, lastDead []byte
 	f := &pageFile{data: data, pageSize: m.pageSize, seen: map[uint64]bool{}}
 	f.walk(m.root, 0, func(flags uint32, name, v []byte) {
 		if flags&bucketLeafFlag == 0 {
@@ -82,76 +243,44 @@ func salvage(data []byte) salvaged {
 		_ = f.walkBucket(v, func(k, val []byte) {
 			p, err := decodeRecord(val)
 			if err != nil {
-				s.unreadable++
+				s.badRecords++
 				return
 			}
 			rec := kv{append([]byte(nil), k...), append([]byte(nil), val...)}
 			switch {
 			case bytes.Equal(name, bucketEvents) && len(k) == 20:
 				s.events = append(s.events, rec)
+				lastEvent = later(lastEvent, rec.k)
 			case bytes.Equal(name, bucketDead) && len(k) == 20:
 				if h, err := decodeDeadHeader(p); err != nil {
-					s.unreadable++
+					s.badRecords++
 				} else if _, err := deadEvents(h); err != nil {
-					s.unreadable++
+					s.badRecords++
 				} else {
 					s.dead = append(s.dead, rec)
+					lastDead = later(lastDead, rec.k)
 				}
 			case bytes.Equal(name, bucketMeta) && bytes.Equal(k, metaRetry):
 				s.retry = rec.v
+			case bytes.Equal(name, bucketMeta) && bytes.Equal(k, metaCounts):
+				if c, err := readCounts(oneValue(val)); err == nil {
+					s.stored = &c
+				}
 			}
 		})
 	})
-	s.unreadable += f.badPages
-	if f.badPages > 0 {
-		s.scanLeaves(f)
+	s.badPages = f.badPages
+	switch {
+	case f.badPages > 0:
+		// Part of the tree is lost: take every record the walk missed.
+		s.scanLeaves(f, nil, nil)
+	case valid == 1:
+		// The other meta page is damaged and may have been the newer one:
+		// its commit's records sit on pages this tree does not reach.
+		// Take those with keys after the newest the walk found.
+		s.scanLeaves(f, lastEvent, lastDead)
 	}
 	return s
-}
-
-// scanLeaves is the fallback when part of the tree was unreadable: it reads
-// every leaf page the walk did not reach and keeps records that look like
-// events (20-byte key, valid record) or dead batches (valid dead payload).
-// Such pages may be stale copies or freed pages, so already-acknowledged
-// events can come back (at-least-once; collectors dedupe on messageId).
-func (s *salvaged) scanLeaves(f *pageFile) {
-	n := uint64(len(f.data) / f.pageSize)
-	for id := uint64(2); id < n; id++ {
-		if f.seen[id] {
-			continue
-		}
-		p := f.page(id)
-		if p == nil || binary.LittleEndian.Uint16(p[8:]) != flagLeaf {
-			continue
-		}
-		bad := f.badPages
-		f.walkPage(p, 1, func(flags uint32, k, v []byte) {
-			if flags&bucketLeafFlag != 0 || len(k) != 20 {
-				return
-			}
-			p, err := decodeRecord(v)
-			if err != nil {
-				return // not countable: it may not be ours or may be stale
-			}
-			rec := kv{append([]byte(nil), k...), append([]byte(nil), v...)}
-			if h, err := decodeDeadHeader(p); err == nil && h.events >= 0 {
-				if evs, err := deadEvents(h); err == nil && deadSize(evs) == len(h.body) {
-					s.dead = append(s.dead, rec)
-					return
-				}
-			}
-			s.events = append(s.events, rec)
-		})
-		f.badPages = bad
-	}
-}
-
-func deadSize(evs [][]byte) int {
-	n := 0
-	for _, e := range evs {
-		n += 4 + len(e)
-	}
-	return n
 }
 
 func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
