@@ -24,8 +24,13 @@ type bodyReader struct {
 var errBadEncoding = errors.New("unsupported Content-Encoding (use gzip or none)")
 
 // read returns the decompressed body. Errors: errBodyTooLarge (413), errBadEncoding or a
-// corrupt gzip stream (400), or a transport error.
+// corrupt gzip stream (400), or a transport error. A body whose declared Content-Length is
+// over the limit is refused before any of it is read: the raw bytes alone would pass the
+// limit (for a plain body they are the body), so waiting for them only holds the connection.
 func (br *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > br.limit {
+		return nil, errBodyTooLarge
+	}
 	raw := http.MaxBytesReader(w, r.Body, br.limit)
 	defer raw.Close()
 

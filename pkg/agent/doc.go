@@ -24,7 +24,9 @@
 //
 //	body over limits.max_request_bytes  → 413 (measured after gzip decompression, read with
 //	                                       a bound on both the raw and the decompressed
-//	                                       stream, so a gzip bomb costs at most the limit)
+//	                                       stream, so a gzip bomb costs at most the limit;
+//	                                       a Content-Length over the limit is refused at
+//	                                       once, before the body is read)
 //	bad JSON or a bad event             → 400 {"error":"...","index":N}; nothing is stored
 //	queue full (reject), store failing,
 //	or shutdown begun                   → 503 with Retry-After: 1

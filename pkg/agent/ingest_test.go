@@ -1,11 +1,15 @@
 package agent_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
 )
@@ -235,6 +239,50 @@ func TestIngest_BodyOverLimitIs413(t *testing.T) {
 			}
 			if got := h.stored(); got != 0 {
 				t.Fatalf("stored %d events, want none", got)
+			}
+		})
+	}
+}
+
+func TestIngest_DeclaredContentLengthOverLimitIs413BeforeTheBodyArrives(t *testing.T) {
+	cases := []struct {
+		name string
+		gzip bool
+	}{
+		{"plain body", false},
+		{"gzip body (its raw bytes are bounded by the limit too)", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, setup{agent: agent.Config{MaxRequestBytes: 64 << 10}})
+			conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// Headers and the first bytes of a body that is never sent in full: only an answer
+			// that does not wait for the body arrives before the deadline.
+			enc, first := "", `{"batch":[`
+			if tc.gzip {
+				enc, first = "Content-Encoding: gzip\r\n", string(gzipBytes(t, []byte(first))[:10]) // the gzip header
+			}
+			head := "POST /v1/batch HTTP/1.1\r\nHost: agent\r\nContent-Type: application/json\r\n" + enc +
+				"Content-Length: 99999999\r\n\r\n" + first
+			if _, err := io.WriteString(conn, head); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // the agent's read timeout is 60 s
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer while the body is pending: %v", err)
+			}
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusRequestEntityTooLarge {
+				b, _ := io.ReadAll(res.Body)
+				t.Fatalf("answer = %d %s, want 413", res.StatusCode, b)
+			}
+			if got := h.stored(); got != 0 {
+				t.Errorf("stored %d events, want none", got)
 			}
 		})
 	}
