@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -68,32 +66,24 @@ func (o *flushOptions) run(a *app, cmd *cobra.Command) error {
 	defer tick.Stop()
 	var (
 		flushErr error
-		bar      *progressbar.ProgressBar // shown once the flush takes longer than one poll
+		progress flushProgress // shown once the flush takes longer than one poll
 	)
 	for waiting := true; waiting; {
 		select {
 		case flushErr = <-done:
 			waiting = false
 		case <-tick.C:
-			if bar == nil {
-				bar = newFlushBar(cmd.ErrOrStderr(), total)
+			if progress == nil {
+				progress = newFlushProgress(cmd.ErrOrStderr(), a.deps.IsTerminal(cmd.ErrOrStderr()), time.Now)
 			}
 		}
-		if err := c.do(ctx, "GET", "/v1/status", nil, &st); err == nil && bar != nil {
-			if left := st.Queue.Events; left > total {
-				total = left
-				bar.ChangeMax64(total)
-			}
-			_ = bar.Set64(total - st.Queue.Events)
+		if err := c.do(ctx, "GET", "/v1/status", nil, &st); err == nil && progress != nil {
+			total = max(total, st.Queue.Events)
+			progress.update(total, st.Queue.Events)
 		}
 	}
-	if bar != nil {
-		if st.Queue.Events == 0 {
-			_ = bar.Finish()
-		} else {
-			_ = bar.Exit()
-			fmt.Fprintln(cmd.ErrOrStderr())
-		}
+	if progress != nil {
+		progress.end(st.Queue.Events)
 	}
 	if st.Queue.Events == 0 {
 		fmt.Fprintf(out, "flushed: %d event(s) uploaded, queue is empty\n", total)
@@ -110,18 +100,4 @@ func (o *flushOptions) run(a *app, cmd *cobra.Command) error {
 		return fmt.Errorf("not flushed: %d event(s) still queued: %s", st.Queue.Events, res.Error)
 	}
 	return fmt.Errorf("not flushed: %d event(s) still queued after %s; try a longer --wait, and check 'outbox status'", st.Queue.Events, o.wait)
-}
-
-// newFlushBar is the progress bar of `outbox flush`: events uploaded out of those queued.
-func newFlushBar(w io.Writer, total int64) *progressbar.ProgressBar {
-	return progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("uploading"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetItsString("events"),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(100*time.Millisecond),
-	)
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // Deps is everything the commands take from the process. main passes the real ones; tests pass
@@ -21,6 +22,9 @@ type Deps struct {
 	// Notify subscribes ch to SIGINT and SIGTERM and returns the function that unsubscribes;
 	// nil means os/signal.
 	Notify func(ch chan<- os.Signal) (stop func())
+	// IsTerminal reports whether w is an interactive terminal (`outbox flush` then draws a
+	// progress bar; otherwise it prints plain lines). nil means: w is an *os.File on a terminal.
+	IsTerminal func(w io.Writer) bool
 }
 
 // app is the state shared by the commands of one invocation.
@@ -44,6 +48,12 @@ func NewRootCommand(deps Deps) *cobra.Command {
 		deps.Notify = func(ch chan<- os.Signal) func() {
 			signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 			return func() { signal.Stop(ch) }
+		}
+	}
+	if deps.IsTerminal == nil {
+		deps.IsTerminal = func(w io.Writer) bool {
+			f, ok := w.(*os.File)
+			return ok && term.IsTerminal(int(f.Fd()))
 		}
 	}
 	a := &app{deps: deps}
