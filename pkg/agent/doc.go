@@ -32,6 +32,9 @@
 //	or shutdown begun                   → 503 with Retry-After: 1
 //	missing or wrong credential         → 401
 //
+// Every time in a JSON answer (status, flush, dead letters) is RFC 3339 in UTC with exactly
+// three fractional digits, "2025-01-02T03:04:05.600Z" (TimeLayout).
+//
 // # Lifecycle
 //
 // Build order: NewMetrics, then uploader.Open with WithHooks(metrics.Hooks()), then New.

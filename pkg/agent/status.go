@@ -8,8 +8,9 @@ import (
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
-// Status is the JSON answer of GET /v1/status (SPEC section 7). Times are RFC 3339 and
-// absent when not known. cmd/outbox decodes it for `outbox status`.
+// Status is the JSON answer of GET /v1/status (SPEC section 7). Times are written with
+// TimeLayout (RFC 3339, UTC, milliseconds) and absent when not known. cmd/outbox decodes it
+// for `outbox status`.
 type Status struct {
 	Queue   QueueStatus  `json:"queue"`
 	Dead    DeadStatus   `json:"dead"`
