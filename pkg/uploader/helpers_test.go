@@ -83,12 +83,13 @@ func waitCtx(t testing.TB) context.Context {
 
 // recorder collects hook calls.
 type recorder struct {
-	mu        sync.Mutex
-	attempts  []uploader.AttemptInfo
-	retries   []string
-	delivered []uploader.BatchInfo
-	dead      []deadCall
-	deadCh    chan deadCall
+	mu          sync.Mutex
+	attempts    []uploader.AttemptInfo
+	retries     []string
+	delivered   []uploader.BatchInfo
+	dead        []deadCall
+	pendingDead []deadCall // dead letters whose attempt has not been recorded yet
+	deadCh      chan deadCall
 }
 
 type deadCall struct {
@@ -100,8 +101,20 @@ func newRecorder() *recorder { return &recorder{deadCh: make(chan deadCall, 64)}
 
 func (r *recorder) hooks() uploader.Hooks {
 	return uploader.Hooks{
-		OnAttempt: func(a uploader.AttemptInfo) { r.mu.Lock(); r.attempts = append(r.attempts, a); r.mu.Unlock() },
-		OnRetry:   func(p string, _ time.Duration) { r.mu.Lock(); r.retries = append(r.retries, p); r.mu.Unlock() },
+		// The worker runs an attempt's outcome hooks (OnDeadLetter) before its OnAttempt, so
+		// waitDead is released by the OnAttempt that follows a dead letter: a test that waited
+		// for a dead letter then sees every attempt that led to it.
+		OnAttempt: func(a uploader.AttemptInfo) {
+			r.mu.Lock()
+			r.attempts = append(r.attempts, a)
+			pending := r.pendingDead
+			r.pendingDead = nil
+			r.mu.Unlock()
+			for _, d := range pending {
+				r.deadCh <- d
+			}
+		},
+		OnRetry: func(p string, _ time.Duration) { r.mu.Lock(); r.retries = append(r.retries, p); r.mu.Unlock() },
 		OnDelivered: func(b uploader.BatchInfo) {
 			r.mu.Lock()
 			r.delivered = append(r.delivered, b)
@@ -110,8 +123,8 @@ func (r *recorder) hooks() uploader.Hooks {
 		OnDeadLetter: func(b uploader.BatchInfo, reason string) {
 			r.mu.Lock()
 			r.dead = append(r.dead, deadCall{b, reason})
+			r.pendingDead = append(r.pendingDead, deadCall{b, reason})
 			r.mu.Unlock()
-			r.deadCh <- deadCall{b, reason}
 		},
 	}
 }
