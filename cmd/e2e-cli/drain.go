@@ -55,7 +55,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// tally counts batch outcomes through the uploader's hooks (which run on its worker goroutine).
+// tally counts batch outcomes through the uploader's hooks (OnDelivered runs on its acker goroutine,
+// OnDeadLetter on its worker goroutine, hence the mutex).
 type tally struct {
 	mu         sync.Mutex // guards the fields below
 	delivered  int
