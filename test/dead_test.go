@@ -88,7 +88,8 @@ func TestDeadCommands_ThroughAgentAndOffline(t *testing.T) {
 		{"purge --all", []string{"dead", "purge", "--all", "--data-dir", dir}, 0, "purged 1 dead batch(es)"},
 		{"dead list is then empty", []string{"dead", "list", "--data-dir", dir}, 0, "no dead letters"},
 		{"compact", []string{"compact", "--data-dir", dir}, 0, "compacted"},
-		{"recover moves the file aside", []string{"recover", "--data-dir", dir}, 0, ".corrupt-"},
+		{"recover leaves a healthy file alone", []string{"recover", "--data-dir", dir}, 0, "nothing to recover"},
+		{"recover --force moves it aside all the same", []string{"recover", "--force", "--data-dir", dir}, 0, ".corrupt-"},
 		{"a missing data directory is a runtime error", []string{"inspect", "--data-dir", dir + "/nope"}, 1, ""},
 	}
 	for _, st := range steps {

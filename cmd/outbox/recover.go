@@ -2,13 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/spf13/cobra"
 )
 
 func newRecoverCommand(a *app) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "recover",
 		Short: "Salvage a corrupt queue file into a fresh one",
 		Long: `Repair a data directory whose queue file is corrupt (the agent refuses to start and its
@@ -17,9 +19,13 @@ the data directory as <name>.corrupt-<UTC time>, copies every readable event and
 in order, into a fresh file, and prints how many it saved and how many records were unreadable
 (a record whose checksum fails is never uploaded). Then start the agent again.
 
+A file that passes the full check (bbolt's structure and every record's checksum) is left as
+it is; --force rebuilds it anyway.
+
 The agent must be stopped. Once you are satisfied, delete the .corrupt- file yourself.`,
-		Example: `  outbox recover --data-dir /var/lib/outbox`,
-		Args:    argsUsage(cobra.NoArgs),
+		Example: `  outbox recover --data-dir /var/lib/outbox
+  outbox recover --data-dir /var/lib/outbox --force`,
+		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			lc, err := a.load(cmd)
 			if err != nil {
@@ -29,15 +35,35 @@ The agent must be stopped. Once you are satisfied, delete the .corrupt- file you
 			if err := checkDataDir(dir); err != nil {
 				return err
 			}
-			rep, err := store.Recover(dir)
+			rep, err := store.RecoverWith(dir, store.RecoverOptions{Force: force})
 			if err != nil {
 				return fmt.Errorf("recover %s: %w", dir, storeError(err))
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "recovered %s: saved %d queued event(s) and %d dead-letter batch(es); %d record(s) unreadable\n",
-				dir, rep.Saved, rep.DeadSaved, rep.Unreadable)
-			fmt.Fprintf(out, "the old file was moved to %s (nothing was deleted); start the agent again with 'outbox run'\n", rep.MovedTo)
+			printRecoverReport(cmd.OutOrStdout(), dir, rep)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "rebuild the file even when it passes the full check")
+	return cmd
+}
+
+// printRecoverReport says what store.RecoverWith did, and what was lost where it can tell.
+func printRecoverReport(out io.Writer, dir string, rep store.Report) {
+	if rep.Healthy && rep.MovedTo == "" {
+		fmt.Fprintf(out, "the data file in %s passed the full check (%d queued event(s), %d dead-letter batch(es)): nothing to recover, nothing was changed; --force rebuilds it anyway\n",
+			dir, rep.StoredEvents, rep.StoredDeadBatches)
+		return
+	}
+	fmt.Fprintf(out, "recovered %s: saved %d queued event(s) and %d dead-letter batch(es); %d record(s) unreadable\n",
+		dir, rep.Saved, rep.DeadSaved, rep.Unreadable)
+	if rep.StoredEvents > int64(rep.Saved) {
+		fmt.Fprintf(out, "the file counted %d queued event(s): at least %d could not be read\n", rep.StoredEvents, rep.StoredEvents-int64(rep.Saved))
+	}
+	if rep.MissingBytes > 0 {
+		fmt.Fprintf(out, "the file was truncated: %d byte(s) missing\n", rep.MissingBytes)
+	}
+	if rep.Scanned {
+		fmt.Fprintln(out, "the file's tree was unreadable, so every page was scanned: events already uploaded may be sent again (collectors deduplicate on messageId)")
+	}
+	fmt.Fprintf(out, "the old file was moved to %s (nothing was deleted); start the agent again with 'outbox run'\n", rep.MovedTo)
 }
