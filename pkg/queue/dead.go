@@ -85,7 +85,8 @@ func (q *Queue) DeadGet(id string) (DeadBatch, error) {
 // DeadReplay moves dead batches (every one when ids is empty) back to the
 // tail of the queue with new keys, oldest batch first and event order kept,
 // in one transaction. It returns how many events were re-queued, or ErrFull
-// when they do not fit in MaxBytes (nothing moves then).
+// when they do not fit in MaxBytes now, or ErrTooLarge (wrapped) when they
+// total more than MaxBytes (replay fewer batches); nothing moves then.
 func (q *Queue) DeadReplay(ctx context.Context, ids ...string) (int, error) {
 	keys, err := parseIDs(ids)
 	if err != nil {

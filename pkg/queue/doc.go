@@ -25,4 +25,20 @@
 // (evict from the head; counted in Stats.Dropped["drop_oldest"] and OnDrop,
 // logged at warn). DeadMaxBytes bounds the dead-letter bucket the same way
 // (reason "dead_overflow").
+//
+// Events of one Enqueue that alone total more than MaxBytes can never fit:
+// Enqueue returns ErrTooLarge (wrapped; it is not ErrFull) at once under every
+// policy — reject does not call it retryable, block does not wait, drop_oldest
+// evicts nothing. Under drop_oldest anything up to MaxBytes fits: eviction may
+// empty the queue (events committed earlier in the same group commit
+// included) but never fails after evicting. DeadReplay of more than MaxBytes
+// is ErrTooLarge too.
+//
+// # Intake time
+//
+// Oldest is the head event's intake time as the queue's clock (Config.Now)
+// gave it, to the millisecond, for events this process enqueued or replayed;
+// an event enqueued before the queue was opened reports its key's second,
+// rounded down (so it looks up to 1 s older, never younger). pkg/store's doc
+// explains how.
 package queue

@@ -6,9 +6,11 @@ import (
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
-// ErrFull is returned by Enqueue when the events do not fit in Config.MaxBytes
-// and WhenFull is reject (or they can never fit). It is store.ErrFull.
+// ErrFull is returned by Enqueue when the events do not fit in Config.MaxBytes now and WhenFull is reject (retryable). It is store.ErrFull.
 var ErrFull = store.ErrFull
+
+// ErrTooLarge is returned (wrapped) by Enqueue under every WhenFull when one call's events alone exceed Config.MaxBytes: permanent, never ErrFull.
+var ErrTooLarge = store.ErrTooLarge
 
 // ErrClosed is returned by every operation on a closed Queue. It is store.ErrClosed.
 var ErrClosed = store.ErrClosed

@@ -39,10 +39,16 @@ func Open(dir string, cfg Config) (*Queue, error) {
 
 // Enqueue appends events (already normalised) at the tail. When it returns
 // nil they are committed (and fsynced unless NoSync). Concurrent calls share
-// commits. It returns ErrFull (reject, or events larger than MaxBytes),
-// waits for room under block, and returns ctx.Err() when ctx ends first —
-// in which case the events may or may not have been stored.
+// commits. When the events do not fit in MaxBytes now, WhenFull decides:
+// reject returns ErrFull, block waits for room, drop_oldest evicts from the
+// head. When the events alone total more than MaxBytes they can never fit:
+// Enqueue returns ErrTooLarge (wrapped) at once under every policy, without
+// waiting or evicting anything. When ctx ends first it returns ctx.Err(), and
+// the events may or may not have been stored.
 func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
+	if n := totalBytes(events); n > q.cfg.MaxBytes {
+		return fmt.Errorf("enqueue: %d bytes of events, over queue.max_bytes (%d): %w", n, q.cfg.MaxBytes, ErrTooLarge)
+	}
 	for {
 		room := q.s.Room()
 		err := q.s.Append(ctx, events)
@@ -55,7 +61,7 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 			}
 			return fmt.Errorf("enqueue: %w", err)
 		}
-		if q.cfg.WhenFull != Block || totalBytes(events) > q.cfg.MaxBytes {
+		if q.cfg.WhenFull != Block {
 			return ErrFull
 		}
 		select {
@@ -123,7 +129,9 @@ func (q *Queue) SaveRetry(b *Batch, st RetryState) error {
 // commit that added events.
 func (q *Queue) Notify() <-chan struct{} { return q.s.Notify() }
 
-// Oldest returns the intake time of the head event, false when empty.
+// Oldest returns the intake time of the head event, false when empty: to the
+// clock's precision (Config.Now) for an event this process enqueued, to its
+// second, rounded down, for one enqueued before the queue was opened (doc.go).
 func (q *Queue) Oldest() (time.Time, bool) { return q.s.Oldest() }
 
 // Err returns the *store.CorruptError when the background check failed.
@@ -142,7 +150,7 @@ func (q *Queue) Compact(ctx context.Context) error { return q.s.Compact(ctx) }
 type Stats struct {
 	Events      int64            // queued events
 	Bytes       int64            // their stored bytes
-	Oldest      time.Time        // intake time of the head event; zero when empty
+	Oldest      time.Time        // intake time of the head event (as Oldest); zero when empty
 	DeadBatches int64            // dead-letter batches
 	DeadEvents  int64            // events in them
 	DeadBytes   int64            // their bytes

@@ -58,15 +58,20 @@ func deleteAt(c *bolt.Cursor, v []byte, w *writerState, visit func(payload []byt
 	return nil
 }
 
-// evictOldest deletes events from the head until need more bytes fit under max (or the queue
-// is empty) and returns how many it deleted. The cursor goes back to First after each
-// deletion rather than to Next (see deleteEvents on Next after Delete); First does not search.
-func evictOldest(b buckets, need, max int64, w *writerState) (int, error) {
+// evictOldest deletes events from the head until need more bytes fit under max and returns
+// how many it deleted; need must be at most max, so emptying the queue always makes room. The
+// cursor goes back to First after each deletion rather than to Next (see deleteEvents on Next
+// after Delete); First does not search. Should the bucket run empty while the byte counter
+// still says otherwise, the counters were wrong: they are set to the truth (nothing queued),
+// logged, so that the append fits instead of failing after everything was evicted.
+func (s *Store) evictOldest(b buckets, need, max int64, w *writerState) (int, error) {
 	c := b.events.Cursor()
 	evicted := 0
 	for w.Bytes+need > max {
 		k, v := c.First()
 		if k == nil {
+			s.log.Warn("queue counters were off; reset to an empty queue", "events", w.Events, "bytes", w.Bytes)
+			w.Events, w.Bytes = 0, 0
 			break
 		}
 		if err := deleteAt(c, v, w, nil); err != nil {

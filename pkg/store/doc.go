@@ -34,6 +34,36 @@
 // looked up by its own Seek. Each event's size, for the counters, comes from
 // the value under the cursor. DropOldest eviction deletes at Cursor.First.
 //
+// # Intake time
+//
+// Oldest (and Stats.Oldest) is the intake time of the head event, which drives
+// batch.interval and the reported oldest age, so it must be finer than the
+// key's second (off by up to 1 s: a batch would leave up to 1 s early, and an
+// interval under 1 s would mean almost none). The writer knows the precise time
+// (Options.Now) it stamped each append request's keys with, so it keeps, in
+// memory, one run (first key, last key, time) per append or replay request
+// still queued; a request within 1 ms of the previous run joins it (its events
+// then report up to 1 ms older). After each commit that moved the head, runs
+// wholly before the head are forgotten and the head's time is its run's. So
+// Lease (no change), Ack, AckAll, DropOldest eviction, dead-lettering and
+// checksum drops all move it exactly; replayed events carry the replay time,
+// as their new keys do. At most 16384 runs are kept (64 bytes each: 1 MiB,
+// in a buffer of at most a few MiB, released when the queue drains):
+// past that the oldest are forgotten, which takes at least 16384 queued
+// events (33 default batches of 500), so a full batch, not the interval,
+// decides when the head leaves.
+//
+// A key without a run — appended before this process opened the file, or
+// forgotten — reports its own second, rounded down: the event is at least that
+// old, so after a restart a batch may leave up to 1 s early, never late, and
+// only for the events queued before the restart.
+//
+// Why memory and not the record: an 8-byte time in every record (a v2 record
+// format) would survive restarts, but costs 8 bytes and an encode per event on
+// disk, a format version that recover and the page walker must learn, and
+// buys precision only for the events queued before a restart. The runs cost
+// nothing per event (a few per commit) and nothing on disk.
+//
 // # Reads
 //
 // Head and ReadAfter verify every record's CRC and copy keys and events into

@@ -11,6 +11,9 @@ var ErrLocked = errors.New("data directory is locked")
 // ErrFull is returned by Append when the events do not fit in Options.MaxBytes.
 var ErrFull = errors.New("queue is full")
 
+// ErrTooLarge is returned (wrapped) by Append and Replay when the events alone exceed Options.MaxBytes: they can never fit.
+var ErrTooLarge = errors.New("events exceed the queue's max_bytes")
+
 // ErrClosed is returned by every operation on a closed Store.
 var ErrClosed = errors.New("store is closed")
 

@@ -62,10 +62,14 @@ func (s *Store) applyAppend(b buckets, events [][]byte, w *writerState) error {
 		need += int64(len(e))
 	}
 	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
-		if !s.opt.DropOldest || need > max {
+		switch {
+		case need > max:
+			// Checked first: eviction could never make room, so nothing is evicted.
+			return fmt.Errorf("%d bytes of events, over the quota of %d: %w", need, max, ErrTooLarge)
+		case !s.opt.DropOldest:
 			return ErrFull
 		}
-		evicted, err := evictOldest(b, need, max, w)
+		evicted, err := s.evictOldest(b, need, max, w)
 		if err != nil {
 			return err
 		}
@@ -75,8 +79,12 @@ func (s *Store) applyAppend(b buckets, events [][]byte, w *writerState) error {
 	// One block holds every key and record of the request (bbolt keeps referring to values
 	// until the commit): one allocation per request instead of two per event.
 	buf := make([]byte, 0, len(events)*(len(ksuid.Nil)+recordHeader)+int(need))
-	for _, e := range events {
+	var first ksuid.KSUID
+	for i, e := range events {
 		k := w.nextKey(now)
+		if i == 0 {
+			first = k
+		}
 		n := len(buf)
 		buf = append(buf, k[:]...)
 		key := buf[n:len(buf):len(buf)]
@@ -89,6 +97,7 @@ func (s *Store) applyAppend(b buckets, events [][]byte, w *writerState) error {
 		w.Bytes += int64(len(e))
 		w.enqueued++
 	}
+	s.pendingRuns = append(s.pendingRuns, intakeRun{first: first, last: w.last, at: now})
 	return nil
 }
 
@@ -218,12 +227,19 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 		need += h.bytes
 	}
 	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
+		if need > max {
+			return fmt.Errorf("%d bytes of dead events, over the quota of %d: %w", need, max, ErrTooLarge)
+		}
 		return ErrFull
 	}
 	now := s.opt.Now()
+	run := intakeRun{at: now}
 	for _, it := range items {
 		for _, e := range it.events {
 			k := w.nextKey(now)
+			if run.first.IsNil() {
+				run.first = k
+			}
 			if err := b.events.Put(k[:], encodeRecord(e)); err != nil {
 				return err
 			}
@@ -237,6 +253,10 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 		w.DeadBatches--
 		w.DeadEvents -= int64(it.h.events)
 		w.DeadBytes -= it.h.bytes
+	}
+	if r.n > 0 {
+		run.last = w.last
+		s.pendingRuns = append(s.pendingRuns, run)
 	}
 	return nil
 }

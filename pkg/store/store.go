@@ -48,6 +48,8 @@ type Store struct {
 
 	w            writerState   // owned by the writer goroutine
 	pendingDrops []pendingDrop // owned by the writer goroutine
+	pendingRuns  []intakeRun   // owned by the writer goroutine: runs appended by this group
+	intake       intakeRing    // owned by the writer goroutine
 	cs           compactState  // owned by the writer goroutine
 
 	mu   sync.Mutex // guards the fields below
@@ -65,6 +67,7 @@ type counts struct {
 type writerState struct {
 	counts
 	head        ksuid.KSUID // zero when empty
+	headTime    time.Time   // intake time of head (see intakeRing); zero when empty
 	last        ksuid.KSUID // greatest key handed out
 	commits     int64
 	enqueued    int64
@@ -193,6 +196,7 @@ func (s *Store) load(db *bolt.DB) error {
 		ec := tx.Bucket(bucketEvents).Cursor()
 		if k, _ := ec.First(); k != nil {
 			w.head, _ = ksuid.FromBytes(k)
+			w.headTime = w.head.Time() // appended by an earlier process: its second
 		}
 		if k, _ := ec.Last(); k != nil {
 			w.last, _ = ksuid.FromBytes(k)
@@ -280,7 +284,7 @@ func (s *Store) Stats() Stats {
 		st.Sync = "none"
 	}
 	if p.Events > 0 {
-		st.Oldest = p.head.Time()
+		st.Oldest = p.headTime
 	}
 	if fi, err := os.Stat(s.path); err == nil {
 		st.FileBytes = fi.Size()
@@ -288,14 +292,16 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
-// Oldest returns the intake time of the head event.
+// Oldest returns the intake time of the head event, false when the queue is empty: to the
+// clock's precision (Options.Now) for an event this process appended, to the second (rounded
+// down) for one appended before it opened the file. See doc.go, "Intake time".
 func (s *Store) Oldest() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pub.Events == 0 {
+	if s.pub.Events == 0 || s.pub.headTime.IsZero() {
 		return time.Time{}, false
 	}
-	return s.pub.head.Time(), true
+	return s.pub.headTime, true
 }
 
 func (s *Store) view(fn func(tx *bolt.Tx) error) error {

@@ -25,8 +25,8 @@ const (
 )
 
 // request is one unit of work for the writer. Logical failures (ErrFull,
-// ErrNotFound) are detected before the op writes anything, so they fail
-// only their own request; any other error aborts the whole group.
+// ErrTooLarge, ErrNotFound) are detected before the op writes anything, so
+// they fail only their own request; any other error aborts the whole group.
 type request struct {
 	ctx    context.Context
 	kind   opKind
@@ -101,7 +101,7 @@ func (s *Store) drainClosed() {
 }
 
 func isLogical(err error) bool {
-	return errors.Is(err, ErrFull) || errors.Is(err, ErrNotFound) ||
+	return errors.Is(err, ErrFull) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrNotFound) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
@@ -110,6 +110,7 @@ func (s *Store) commitGroup(group []*request) {
 	start := time.Now()
 	w := s.w.clone()
 	s.pendingDrops = s.pendingDrops[:0]
+	s.pendingRuns = s.pendingRuns[:0]
 	fail := func(err error) {
 		for _, r := range group {
 			if r.err == nil || !isLogical(r.err) {
@@ -153,7 +154,8 @@ func (s *Store) commitGroup(group []*request) {
 			added += r.n
 		}
 	}
-	if headDirty || (s.w.Events == 0 && w.Events > 0) {
+	newHead := headDirty || (s.w.Events == 0 && w.Events > 0)
+	if newHead {
 		w.head = b.head()
 	}
 	if err := b.meta.Put(metaCounts, encodeRecord(encodeCounts(w.counts))); err != nil {
@@ -166,6 +168,12 @@ func (s *Store) commitGroup(group []*request) {
 		return
 	}
 	w.commits++
+	for _, r := range s.pendingRuns {
+		s.intake.add(r.first, r.last, r.at)
+	}
+	if newHead {
+		w.headTime = s.intake.timeOf(w.head)
+	}
 	freed := w.Bytes < s.w.Bytes
 	shrunk := freed || w.DeadBytes < s.w.DeadBytes
 	s.w = w
@@ -198,8 +206,9 @@ func (s *Store) commitGroup(group []*request) {
 
 // Append stores events at the tail, durable (fsynced unless NoSync) when it
 // returns nil. It returns ErrFull when they do not fit and the policy is
-// reject; when ctx ends before the commit it returns ctx.Err(), and the
-// events may or may not have been stored.
+// reject, and ErrTooLarge (wrapped, whatever the policy; nothing is evicted)
+// when they alone total more than MaxBytes. When ctx ends before the commit
+// it returns ctx.Err(), and the events may or may not have been stored.
 func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
