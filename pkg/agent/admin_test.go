@@ -302,3 +302,21 @@ func TestServe_ContextCancelShutsDown(t *testing.T) {
 		t.Fatalf("client after shutdown: %v, want ErrClosed", err)
 	}
 }
+
+func TestIngest_EventsLargerThanTheWholeQueueAre413NotRetryable(t *testing.T) {
+	h := start(t, setup{upload: func(c *uploader.Config) {
+		c.Queue.MaxBytes = 100 // smaller than one track event
+		c.Queue.WhenFull = "reject"
+	}})
+	r := h.post("/v1/track", trackEvent)
+	if r.code != http.StatusRequestEntityTooLarge || r.header.Get("Retry-After") != "" {
+		t.Fatalf("ingest of an event over queue.max_bytes = %d Retry-After %q %s, want 413 without Retry-After",
+			r.code, r.header.Get("Retry-After"), r.body)
+	}
+	if !strings.Contains(string(r.body), "queue.max_bytes") {
+		t.Errorf("413 body %s does not name queue.max_bytes", r.body)
+	}
+	if r := h.get("/readyz"); r.code != http.StatusOK {
+		t.Errorf("readyz after a too-large request = %d %s, want 200 (the queue is not full)", r.code, r.body)
+	}
+}

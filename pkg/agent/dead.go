@@ -149,6 +149,8 @@ func (a *Agent) adminFailed(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, queue.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, queue.ErrTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "the dead batches exceed queue.max_bytes together; replay fewer batches at a time")
 	case errors.Is(err, queue.ErrFull):
 		writeUnavailable(w, "the dead batches do not fit in the queue (queue.max_bytes); let it drain first")
 	case errors.Is(err, queue.ErrClosed):

@@ -80,6 +80,10 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte
 // failures for /readyz.
 func (a *Agent) enqueueFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, queue.ErrTooLarge):
+		// Permanent: no Retry-After, and the queue is not full for anyone else.
+		writeError(w, http.StatusRequestEntityTooLarge,
+			"the request's events exceed queue.max_bytes and can never be queued; send fewer or smaller events, or raise queue.max_bytes")
 	case errors.Is(err, queue.ErrFull):
 		a.full.set(a.client.Stats().Queue.Bytes)
 		writeUnavailable(w, "queue is full (queue.max_bytes reached); retry later")

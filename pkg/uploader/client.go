@@ -145,6 +145,7 @@ func (c *Client) queueConfig() queue.Config {
 // with its Index) stores none. After Close it returns ErrClosed. When the queue is full it
 // returns an error matching ErrQueueFull with queue.when_full: reject, waits for room or ctx
 // with block, and evicts the oldest events (counted in Stats().Queue.Dropped) with drop_oldest.
+// Events that alone exceed queue.max_bytes get ErrTooLarge under every policy.
 func (c *Client) Enqueue(ctx context.Context, events ...any) error {
 	norm := make([][]byte, len(events))
 	for i, ev := range events {

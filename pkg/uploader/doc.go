@@ -18,7 +18,8 @@
 // and returns once the events are committed (and fsynced with queue.sync: always): an accepted
 // event survives a crash. It is all or nothing. When the stored events would pass
 // queue.max_bytes it returns ErrQueueFull (queue.when_full: reject, the default), waits for
-// room or ctx (block) or evicts the oldest events (drop_oldest). Delivery is at least once: a
+// room or ctx (block) or evicts the oldest events (drop_oldest); events that alone exceed
+// queue.max_bytes get ErrTooLarge, since no policy can make room for them. Delivery is at least once: a
 // crash between an upload and its acknowledgement sends that batch again with the same
 // messageIds, which collectors deduplicate.
 //

@@ -15,6 +15,11 @@ var ErrClosed = errors.New("uploader: client is closed")
 // reject. It is queue.ErrFull itself, so errors.Is matches either name.
 var ErrQueueFull = queue.ErrFull
 
+// ErrTooLarge is returned (wrapped) by Enqueue when the events of one call alone exceed
+// queue.max_bytes: they can never be queued, whatever queue.when_full says, so retrying is
+// pointless. It is queue.ErrTooLarge itself.
+var ErrTooLarge = queue.ErrTooLarge
+
 // ErrInvalidConfig is wrapped by Config.Validate's error.
 var ErrInvalidConfig = errors.New("uploader: invalid configuration")
 
