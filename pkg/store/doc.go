@@ -75,9 +75,18 @@
 // Open runs bbolt's structure check plus every record's CRC: synchronously for
 // small files, in the background above 64 MiB (intake is ready at once; if the
 // check fails, every later write returns the *CorruptError and OnCorrupt is
-// called). A file that fails to open or check is never modified. Recover moves
-// it aside as <name>.corrupt-<UTC time> and copies every readable record into a
-// fresh file, walking bbolt's pages itself so that broken pages are skipped.
+// called). A file that fails to open or check is never modified.
+//
+// Recover leaves a file that passes the full check alone (RecoverWith's Force
+// rewrites it anyway). Otherwise it first writes every readable record into
+// <name>.recover and syncs it, then gives the old file a name that is never
+// taken already, <name>.corrupt-<UTC time to the µs>[-N] (a hard link, so an
+// existing file is never overwritten), and renames the fresh file into place:
+// a crash at any point leaves the original intact. It walks bbolt's pages
+// itself so that broken pages are skipped; with both meta pages unreadable it
+// scans every page as a possible leaf at each common page size. A scan can
+// bring back events already acknowledged (still on freed pages): duplicates,
+// never a loss. The Report says what is known of what could not be saved.
 //
 // A record whose CRC fails at lease time is never returned: it is removed and
 // counted as dropped with reason "checksum".
