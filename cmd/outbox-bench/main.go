@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -103,7 +105,28 @@ Usage: go run ./cmd/outbox-bench [flags]
 			return o, fmt.Errorf("-only: unknown section %q (want %s)", s, strings.Join(allSections(), ","))
 		}
 	}
+	bin, err := absBin(o.bin)
+	if err != nil {
+		return o, err
+	}
+	o.bin = bin
 	return o, nil
+}
+
+// absBin makes the binary's path absolute: the agent is started in its data directory's
+// parent (startAgent), where a relative path such as the default bin/outbox would not resolve.
+// A bare name is looked up in PATH, as a shell would.
+func absBin(bin string) (string, error) {
+	if !strings.ContainsRune(bin, filepath.Separator) {
+		if p, err := exec.LookPath(bin); err == nil {
+			bin = p
+		}
+	}
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return "", fmt.Errorf("-outbox %s: %w", bin, err)
+	}
+	return abs, nil
 }
 
 func contains(list []string, s string) bool {
