@@ -50,7 +50,10 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 		return fmt.Errorf("enqueue: %d bytes of events, over queue.max_bytes (%d): %w", n, q.cfg.MaxBytes, ErrTooLarge)
 	}
 	for {
-		room := q.s.Room()
+		var room <-chan struct{}
+		if q.cfg.WhenFull == Block {
+			room = q.s.Room() // before Append, so that room freed after its answer is not missed
+		}
 		err := q.s.Append(ctx, events)
 		if err == nil {
 			return nil

@@ -23,10 +23,13 @@
 // in its channel (up to 1024), applies them in one write transaction, commits
 // once (one fsync unless NoSync) and answers each caller. A lone caller is
 // committed immediately; there is no timer (unlike bbolt's DB.Batch).
-// Counters live in memory, are published after each commit and persisted in
-// meta within the same transaction, so Stats is cheap.
+// Counters live in memory, are published after each commit (without copying
+// anything per commit) and persisted in meta within the same transaction, so
+// Stats is cheap.
 //
-// An append request's keys and records are built in one allocation. A delete
+// An append request's records are built by the caller (Append) in one
+// allocation with a slot before each for the key the writer assigns, so the
+// CRC and the copy of each event stay off the writer's path. A delete
 // (an ack: one batch, or several consecutive ones) walks one cursor: it seeks
 // the last key, then deletes and steps back (Cursor.Prev; Next after Delete can
 // skip a key in bbolt) down to the first, comparing every key the cursor lands

@@ -15,7 +15,7 @@ import (
 func (s *Store) apply(b buckets, r *request, w *writerState) error {
 	switch r.kind {
 	case opAppend:
-		return s.applyAppend(b, r.events, w)
+		return s.applyAppend(b, r.events, r.block, w)
 	case opDelete:
 		if err := deleteEvents(b, r.keys, w, nil); err != nil {
 			return err
@@ -56,7 +56,25 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 	return fmt.Errorf("unknown op %d", r.kind)
 }
 
-func (s *Store) applyAppend(b buckets, events [][]byte, w *writerState) error {
+// appendBlock builds, on the caller's goroutine (so the writer, which every
+// producer waits on, does not), one block holding every event's record, each
+// after a key slot that the writer fills in: one allocation per request, and
+// the CRC and copy of each event are off the writer's path. bbolt keeps
+// referring to keys and values until the commit, which the block outlives.
+func appendBlock(events [][]byte) []byte {
+	n := 0
+	for _, e := range events {
+		n += len(ksuid.Nil) + recordHeader + len(e)
+	}
+	buf := make([]byte, 0, n)
+	for _, e := range events {
+		buf = append(buf, ksuid.Nil[:]...)
+		buf = appendRecord(buf, e)
+	}
+	return buf
+}
+
+func (s *Store) applyAppend(b buckets, events [][]byte, block []byte, w *writerState) error {
 	var need int64
 	for _, e := range events {
 		need += int64(len(e))
@@ -76,23 +94,21 @@ func (s *Store) applyAppend(b buckets, events [][]byte, w *writerState) error {
 		s.drop(w, DropOldest, evicted)
 	}
 	now := s.opt.Now()
-	// One block holds every key and record of the request (bbolt keeps referring to values
-	// until the commit): one allocation per request instead of two per event.
-	buf := make([]byte, 0, len(events)*(len(ksuid.Nil)+recordHeader)+int(need))
 	var first ksuid.KSUID
+	off := 0
 	for i, e := range events {
 		k := w.nextKey(now)
 		if i == 0 {
 			first = k
 		}
-		n := len(buf)
-		buf = append(buf, k[:]...)
-		key := buf[n:len(buf):len(buf)]
-		n = len(buf)
-		buf = appendRecord(buf, e)
-		if err := b.events.Put(key, buf[n:len(buf):len(buf)]); err != nil {
+		key := block[off : off+len(k) : off+len(k)]
+		copy(key, k[:])
+		off += len(k)
+		end := off + recordHeader + len(e)
+		if err := b.events.Put(key, block[off:end:end]); err != nil {
 			return err
 		}
+		off = end
 		w.Events++
 		w.Bytes += int64(len(e))
 		w.enqueued++
@@ -284,7 +300,7 @@ func (s *Store) drop(w *writerState, reason string, n int, attrs ...any) {
 	if n <= 0 {
 		return
 	}
-	w.dropped[reason] += int64(n)
+	w.addDropped(reason, int64(n))
 	s.pendingDrops = append(s.pendingDrops, pendingDrop{reason, n, attrs})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -52,10 +53,14 @@ type Store struct {
 	intake       intakeRing    // owned by the writer goroutine
 	cs           compactState  // owned by the writer goroutine
 
-	mu   sync.Mutex // guards the fields below
-	pub  writerState
-	room chan struct{} // closed (and replaced) whenever bytes are freed
+	mu  sync.Mutex // guards pub
+	pub writerState
+
+	room atomic.Pointer[roomCh] // closed (and replaced) by the writer whenever bytes are freed
 }
+
+// roomCh is the channel Room returns; a pointer so that it can be swapped atomically.
+type roomCh struct{ ch chan struct{} }
 
 // counts are the in-memory (and meta-persisted) totals.
 type counts struct {
@@ -72,16 +77,19 @@ type writerState struct {
 	commits     int64
 	enqueued    int64
 	compactions int64
-	dropped     map[string]int64
+	dropped     map[string]int64 // never modified in place: shared with pub (see addDropped)
 }
 
-func (w writerState) clone() writerState {
-	d := make(map[string]int64, len(w.dropped))
-	for k, v := range w.dropped {
-		d[k] = v
+// addDropped counts n more events dropped for reason. The map is shared by
+// the writer's state and the published one (no copy per commit), so it is
+// replaced, not modified: drops are rare, commits are not.
+func (w *writerState) addDropped(reason string, n int64) {
+	d := maps.Clone(w.dropped)
+	if d == nil {
+		d = map[string]int64{}
 	}
+	d[reason] += n
 	w.dropped = d
-	return w
 }
 
 // Open locks dir (creating it), opens or creates its data file and checks
@@ -100,8 +108,9 @@ func Open(dir string, opt Options) (*Store, error) {
 	s := &Store{
 		dir: dir, path: filepath.Join(dir, FileName), opt: opt, log: opt.Logger, lock: lock,
 		reqs: make(chan *request, 1024), quit: make(chan struct{}), stopped: make(chan struct{}),
-		notify: make(chan struct{}, 1), room: make(chan struct{}),
+		notify: make(chan struct{}, 1),
 	}
+	s.room.Store(&roomCh{ch: make(chan struct{})})
 	if err := s.open(); err != nil {
 		_ = lock.unlock()
 		return nil, err
@@ -213,7 +222,7 @@ func (s *Store) load(db *bolt.DB) error {
 		return err
 	}
 	s.w = w
-	s.pub = w.clone()
+	s.pub = w
 	return nil
 }
 
@@ -252,11 +261,7 @@ func (s *Store) Err() error {
 func (s *Store) Notify() <-chan struct{} { return s.notify }
 
 // Room returns a channel closed the next time stored bytes go down.
-func (s *Store) Room() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.room
-}
+func (s *Store) Room() <-chan struct{} { return s.room.Load().ch }
 
 // Stats is a cheap snapshot of the store's counters.
 type Stats struct {
@@ -274,8 +279,9 @@ type Stats struct {
 // Stats returns the counters kept in memory plus the file size.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
-	p := s.pub.clone()
+	p := s.pub
 	s.mu.Unlock()
+	p.dropped = maps.Clone(p.dropped) // the caller's own copy
 	st := Stats{
 		Events: p.Events, Bytes: p.Bytes, DeadBatches: p.DeadBatches, DeadEvents: p.DeadEvents,
 		DeadBytes: p.DeadBytes, Commits: p.commits, Enqueued: p.enqueued, Compactions: p.compactions, Dropped: p.dropped, Sync: "always",

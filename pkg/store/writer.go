@@ -31,6 +31,7 @@ type request struct {
 	ctx    context.Context
 	kind   opKind
 	events [][]byte // append: payloads
+	block  []byte   // append: per event a 20-byte key slot then its record (built by Append)
 	keys   [][]byte // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
 	info   []byte   // dead: info; retry: state
 	count  int      // retry: events in the batch
@@ -108,7 +109,7 @@ func isLogical(err error) bool {
 // commitGroup applies group in one transaction and answers every request.
 func (s *Store) commitGroup(group []*request) {
 	start := time.Now()
-	w := s.w.clone()
+	w := s.w
 	s.pendingDrops = s.pendingDrops[:0]
 	s.pendingRuns = s.pendingRuns[:0]
 	fail := func(err error) {
@@ -178,12 +179,13 @@ func (s *Store) commitGroup(group []*request) {
 	shrunk := freed || w.DeadBytes < s.w.DeadBytes
 	s.w = w
 	s.mu.Lock()
-	s.pub = w.clone()
-	if freed {
-		close(s.room)
-		s.room = make(chan struct{})
-	}
+	s.pub = w
 	s.mu.Unlock()
+	if freed {
+		// Swap first: a caller that loads the new channel after this has seen the freed state.
+		old := s.room.Swap(&roomCh{ch: make(chan struct{})})
+		close(old.ch)
+	}
 	if s.opt.OnCommit != nil {
 		s.opt.OnCommit(added, time.Since(start)) // before answering, so callers see it counted
 	}
@@ -213,7 +215,7 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
-	return s.submit(ctx, &request{kind: opAppend, events: events})
+	return s.submit(ctx, &request{kind: opAppend, events: events, block: appendBlock(events)})
 }
 
 // Delete removes the events with these keys (and the head retry state when
