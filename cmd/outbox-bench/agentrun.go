@@ -23,6 +23,7 @@ func (b *bench) agentEnv() []string {
 // holdResult is what the agent measured with the collector paused.
 type holdResult struct {
 	ingest      loadResult
+	cpu         cpuUse // agent and load generator, over the ingest
 	peakIngest  memory // while ingesting
 	peakHold    memory // holding every event afterwards
 	sigterm     time.Duration
@@ -54,7 +55,9 @@ func (b *bench) agentHold(ctx context.Context, dataDir string, hold time.Duratio
 	}
 	mem := startSampler(p.pid(), 50*time.Millisecond)
 	defer mem.Stop()
+	cpu := startCPU(p.pid())
 	res.ingest, err = ingestLoad{url: p.url, gen: b.gen, clients: b.opt.clients, perRequest: b.opt.perRequest, total: b.opt.events}.run(ctx)
+	res.cpu = cpu.stop()
 	if err != nil {
 		return res, fmt.Errorf("agent ingest: %w%s", err, p.logTail())
 	}
@@ -155,6 +158,7 @@ func (b *bench) settledFile(ctx context.Context, p *agentProc, path string) (int
 type e2eAgentResult struct {
 	ingest  loadResult
 	elapsed time.Duration // first request → the sink holds every event
+	cpu     cpuUse        // agent and this process (load generator + sink), over elapsed
 	unique  int64
 	peak    memory
 }
@@ -182,6 +186,7 @@ func (b *bench) e2eAgent(ctx context.Context, dataDir string, n int) (e2eAgentRe
 	}
 	mem := startSampler(p.pid(), 50*time.Millisecond)
 	defer mem.Stop()
+	cpu := startCPU(p.pid())
 	start := time.Now()
 	res.ingest, err = ingestLoad{url: p.url, gen: b.gen, clients: b.opt.clients, perRequest: b.opt.perRequest, total: n}.run(rctx)
 	if err != nil {
@@ -189,6 +194,7 @@ func (b *bench) e2eAgent(ctx context.Context, dataDir string, n int) (e2eAgentRe
 	}
 	err = s.Wait(rctx, func(st sink.Stats) bool { return st.Unique >= int64(n) })
 	res.elapsed = time.Since(start)
+	res.cpu = cpu.stop()
 	res.unique = s.Stats().Unique
 	res.peak, _ = mem.window()
 	if err != nil {

@@ -64,8 +64,9 @@ func (b *bench) ingestRows() []row {
 			target: "≥ 60% of bbolt", verdict: verdictIf(b.bolt > 0, h.ingest.rate() >= targetIngest*b.bolt),
 			detail: fmt.Sprintf("agent ingest: the bin/outbox subprocess, %s events of 535 bytes in %s requests from %d clients, "+
 				"queue.sync always, into an empty data directory; the collector answers 429 Retry-After: 300, so the worker "+
-				"sleeps and does not compete (the end-to-end row measures ingest while draining).",
-				thousands(int64(h.ingest.events)), thousands(int64(h.ingest.requests)), b.opt.clients),
+				"sleeps and does not compete (the end-to-end row measures ingest while draining). %s",
+				thousands(int64(h.ingest.events)), thousands(int64(h.ingest.requests)), b.opt.clients,
+				h.cpu.perEvent(h.ingest.events, h.ingest.elapsed, "agent", "load generator (the bench process)")),
 		})
 	} else {
 		rs = append(rs, b.errRow(name, "hold"))
@@ -156,9 +157,10 @@ func (b *bench) e2eRows() []row {
 			target: "≥ 70,000 ev/s", verdict: verdict(v >= targetE2E),
 			detail: fmt.Sprintf("end to end (agent): %d clients POST %d events per request to the bin/outbox subprocess while it "+
 				"drains to a loopback sink with gzip; first request → the sink holds all %s distinct: %s; ingest alone took %s "+
-				"(%s while draining); peak RssAnon %s.",
+				"(%s while draining); peak RssAnon %s. %s",
 				b.opt.clients, b.opt.perRequest, thousands(r.unique), secs(r.elapsed), secs(r.ingest.elapsed), rate(r.ingest.rate()),
-				mib(r.peak.RssAnon))})
+				mib(r.peak.RssAnon), r.cpu.perEvent(int(r.unique), r.elapsed,
+					"agent (ingest + drain)", "load generator + loopback sink (the bench process)"))})
 	} else {
 		rs = append(rs, b.errRow(name, "e2e-agent"))
 	}
