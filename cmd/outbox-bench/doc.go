@@ -27,8 +27,12 @@
 // Every collector is a pkg/sink on 127.0.0.1 that keeps counters only. Events are 535 bytes
 // with distinct messageIds (-payload varied: eventtest.Track with pseudo-random padding;
 // -payload track: eventtest.Track as is, which gzip shrinks 40-fold). Memory is read from
-// /proc/PID/status every 50 ms. Progress goes to stderr, the table to stdout; the exit code
-// is 1 when a measurement failed (a miss of a target is not a failure).
+// /proc/PID/status every 50 ms. The HTTP load builds one body per client before the clock
+// starts and only rewrites its fixed-width messageIds ("msg-" and 12 digits) per request,
+// so that it leaves the shared cores to the agent; the footnotes of the agent ingest and
+// end-to-end rows give the CPU per event of the agent and of the bench process. Progress
+// goes to stderr, the table to stdout; the exit code is 1 when a measurement failed (a miss
+// of a target is not a failure).
 //
 // Data directories go under -dir ($TMPDIR by default) and are removed after each step
 // (-keep keeps them and the agent logs); the default N of 1,000,000 needs about 1.5 GB free.
