@@ -5,7 +5,8 @@
 // # What runs
 //
 //	ceiling   raw bbolt (1000 × 500-byte values per fsync'd tx, increasing KSUID keys,
-//	          FillPercent 1.0) and gzip alone on the drain's bodies (klauspost, BestSpeed)
+//	          FillPercent 1.0) and gzip alone on the drain's bodies (klauspost, BestSpeed;
+//	          best of 3 rounds of at least 0.5 s)
 //	enqueue   uploader.Client.Enqueue, one event per call, 1, 8 and 64 goroutines, for
 //	          -enqueue-for each; the worker is parked by a collector answering
 //	          429 Retry-After: 300

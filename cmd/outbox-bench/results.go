@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -98,7 +99,9 @@ func (b *bench) drainRows() []row {
 	if b.gzip > 0 {
 		rs = append(rs, row{name: "gzip-only ceiling", result: rate(b.gzip), ref: "(ceiling)", ratio: "100%",
 			detail: fmt.Sprintf("gzip-only ceiling: the drain's bodies (500 events spliced into a Segment batch) compressed "+
-				"by one goroutine with klauspost gzip at BestSpeed, nothing else; wire/plain = %.3f.", b.gzipRatio)})
+				"by one goroutine with klauspost gzip at BestSpeed, nothing else; wire/plain = %.3f. The best of %d rounds "+
+				"of at least %s, each whole passes over %s events: %s.", b.gzipRes.ratio, len(b.gzipRes.rounds), gzipRoundMin,
+				thousands(int64(b.opt.ceilingEvents)), rateList(b.gzipRes.rounds))})
 	} else {
 		rs = append(rs, b.errRow("gzip-only ceiling", "ceiling"))
 	}
@@ -221,6 +224,19 @@ func (b *bench) agentRows() []row {
 		rs = append(rs, b.errRow(name, "restart"))
 	}
 	return rs
+}
+
+// rateList formats rates as "a, b and c ev/s".
+func rateList(rs []float64) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, thousands(int64(r+0.5)))
+	}
+	if len(parts) > 1 {
+		parts[len(parts)-2] += " and " + parts[len(parts)-1]
+		parts = parts[:len(parts)-1]
+	}
+	return strings.Join(parts, ", ") + " ev/s"
 }
 
 // verdictIf is the verdict when the comparison could be made, else "".
