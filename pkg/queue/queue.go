@@ -93,15 +93,7 @@ func (q *Queue) Lease(maxEvents, maxBytes int) (*Batch, error) {
 	if err != nil || sb == nil {
 		return nil, err
 	}
-	b := &Batch{Events: sb.Events, Bytes: sb.Bytes, keys: sb.Keys}
-	if sb.Retry != nil {
-		st, err := decodeRetry(sb.Retry)
-		if err != nil {
-			q.log.Warn("saved retry state unreadable; starting afresh", "error", err)
-		}
-		b.Retry = st
-	}
-	return b, nil
+	return q.batchOf(sb), nil
 }
 
 // Ack deletes the batch's events (and its retry state) in one transaction.
