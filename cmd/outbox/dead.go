@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,17 +13,6 @@ import (
 	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/spf13/cobra"
 )
-
-// deadBatchOf converts a dead batch read offline into the admin API's shape, so that both
-// paths print the same.
-func deadBatchOf(d queue.DeadBatch) agent.DeadBatch {
-	v := agent.DeadBatch{ID: d.ID, At: d.At, Reason: d.Info.Reason, ErrorClass: d.Info.ErrorClass, Status: d.Info.Status,
-		Attempts: d.Info.Attempts, Response: string(d.Info.Body), Events: d.Count, Bytes: d.Bytes}
-	for _, e := range d.Events {
-		v.Batch = append(v.Batch, json.RawMessage(e))
-	}
-	return v
-}
 
 // deadOptions are shared by the dead subcommands.
 type deadOptions struct {
@@ -206,6 +194,7 @@ func printDead(w io.Writer, d agent.DeadBatch) {
 }
 
 // offlineDead manages dead letters in a stopped agent's data directory.
+// It converts with agent.NewDeadBatch, so both paths print the same.
 type offlineDead struct{ q *queue.Queue }
 
 func (o offlineDead) close() { _ = o.q.Close() }
@@ -214,7 +203,7 @@ func (o offlineDead) list(context.Context) ([]agent.DeadBatch, error) {
 	list, err := o.q.DeadList()
 	out := make([]agent.DeadBatch, 0, len(list))
 	for _, d := range list {
-		out = append(out, deadBatchOf(d))
+		out = append(out, agent.NewDeadBatch(d))
 	}
 	return out, err
 }
@@ -224,7 +213,7 @@ func (o offlineDead) get(_ context.Context, id string) (agent.DeadBatch, error) 
 	if errors.Is(err, queue.ErrNotFound) {
 		return agent.DeadBatch{}, fmt.Errorf("%w; see 'outbox dead list' for the IDs", err)
 	}
-	return deadBatchOf(d), err
+	return agent.NewDeadBatch(d), err
 }
 
 func (o offlineDead) replay(ctx context.Context, ids []string) (int, error) {
