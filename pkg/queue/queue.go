@@ -46,9 +46,6 @@ func Open(dir string, cfg Config) (*Queue, error) {
 // waiting or evicting anything. When ctx ends first it returns ctx.Err(), and
 // the events may or may not have been stored.
 func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
-	if n := totalBytes(events); n > q.cfg.MaxBytes {
-		return fmt.Errorf("enqueue: %d bytes of events, over queue.max_bytes (%d): %w", n, q.cfg.MaxBytes, ErrTooLarge)
-	}
 	for {
 		var room <-chan struct{}
 		if q.cfg.WhenFull == Block {
@@ -73,14 +70,6 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 			return ctx.Err()
 		}
 	}
-}
-
-func totalBytes(events [][]byte) int64 {
-	var n int64
-	for _, e := range events {
-		n += int64(len(e))
-	}
-	return n
 }
 
 // Lease returns the oldest events as one batch: at most maxEvents, at most

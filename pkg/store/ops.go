@@ -15,7 +15,7 @@ import (
 func (s *Store) apply(b buckets, r *request, w *writerState) error {
 	switch r.kind {
 	case opAppend:
-		return s.applyAppend(b, r.events, r.block, w)
+		return s.applyAppend(b, r.events, r.block, r.need, w)
 	case opDelete:
 		if err := deleteEvents(b, r.keys, w, nil); err != nil {
 			return err
@@ -74,17 +74,11 @@ func appendBlock(events [][]byte) []byte {
 	return buf
 }
 
-func (s *Store) applyAppend(b buckets, events [][]byte, block []byte, w *writerState) error {
-	var need int64
-	for _, e := range events {
-		need += int64(len(e))
-	}
+// applyAppend stores events (need bytes in all; Append has already refused
+// events that alone exceed MaxBytes, so eviction can always make room).
+func (s *Store) applyAppend(b buckets, events [][]byte, block []byte, need int64, w *writerState) error {
 	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
-		switch {
-		case need > max:
-			// Checked first: eviction could never make room, so nothing is evicted.
-			return fmt.Errorf("%d bytes of events, over the quota of %d: %w", need, max, ErrTooLarge)
-		case !s.opt.DropOldest:
+		if !s.opt.DropOldest {
 			return ErrFull
 		}
 		evicted, err := s.evictOldest(b, need, max, w)

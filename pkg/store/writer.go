@@ -32,6 +32,7 @@ type request struct {
 	kind   opKind
 	events [][]byte // append: payloads
 	block  []byte   // append: per event a 20-byte key slot then its record (built by Append)
+	need   int64    // append: sum of len(events)
 	keys   [][]byte // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
 	info   []byte   // dead: info; retry: state
 	count  int      // retry: events in the batch
@@ -215,7 +216,15 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
-	return s.submit(ctx, &request{kind: opAppend, events: events, block: appendBlock(events)})
+	var need int64
+	for _, e := range events {
+		need += int64(len(e))
+	}
+	if max := s.opt.MaxBytes; max > 0 && need > max {
+		// Checked before the writer: eviction could never make room, so nothing is evicted.
+		return fmt.Errorf("%d bytes of events, over the quota of %d: %w", need, max, ErrTooLarge)
+	}
+	return s.submit(ctx, &request{kind: opAppend, events: events, block: appendBlock(events), need: need})
 }
 
 // Delete removes the events with these keys (and the head retry state when
