@@ -1,11 +1,7 @@
 package agent_test
 
 import (
-	"bytes"
-	"io"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/outboxhq/outbox/pkg/event/eventtest"
@@ -37,37 +33,9 @@ func BenchmarkIngestPaused(b *testing.B) {
 	}
 	_ = h.post("/v1/flush?wait=5s", "")
 
-	tr := &http.Transport{MaxIdleConnsPerHost: clients}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
-	var failed atomic.Int64
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	commits0, commitSecs0 := commitHistogram(b, h)
 	b.SetBytes(int64(len(bodies[0])))
-	b.ResetTimer()
-	for c := range clients {
-		body := bodies[c]
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				res, err := hc.Post(h.url+"/v1/batch", "application/json", bytes.NewReader(body))
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				if res.StatusCode != http.StatusOK {
-					failed.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d requests failed", n)
-	}
+	postBodies(b, h.url+"/v1/batch", bodies)
 	if got := h.sink.Events(); len(got) != 0 {
 		b.Fatalf("the sink accepted %d events; the worker was meant to be paused", len(got))
 	}

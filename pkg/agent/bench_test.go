@@ -39,18 +39,30 @@ func BenchmarkIngestBatch(b *testing.B) {
 	sb.WriteString(`]}`)
 	body := []byte(sb.String())
 
-	tr := &http.Transport{MaxIdleConnsPerHost: clients}
+	bodies := make([][]byte, clients)
+	for i := range bodies {
+		bodies[i] = body
+	}
+	b.SetBytes(int64(len(body)))
+	postBodies(b, h.url+"/v1/batch", bodies)
+	b.ReportMetric(float64(b.N*perRequest)/b.Elapsed().Seconds(), "events/s")
+}
+
+// postBodies resets the timer, then has one client per body POST it to url until b.N requests
+// are sent in all, stops the timer and fails the benchmark if any request failed or was not
+// answered 200.
+func postBodies(b *testing.B, url string, bodies [][]byte) {
+	b.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: len(bodies)}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
-	var failed atomic.Int64
-	b.SetBytes(int64(len(body)))
-	var next atomic.Int64
+	var failed, next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	for range clients {
+	for _, body := range bodies {
 		wg.Go(func() {
 			for next.Add(1) <= int64(b.N) {
-				res, err := hc.Post(h.url+"/v1/batch", "application/json", bytes.NewReader(body))
+				res, err := hc.Post(url, "application/json", bytes.NewReader(body))
 				if err != nil {
 					failed.Add(1)
 					continue
@@ -68,5 +80,4 @@ func BenchmarkIngestBatch(b *testing.B) {
 	if n := failed.Load(); n > 0 {
 		b.Fatalf("%d requests failed", n)
 	}
-	b.ReportMetric(float64(b.N*perRequest)/b.Elapsed().Seconds(), "events/s")
 }
