@@ -27,11 +27,11 @@ type QueueStats struct {
 	Dropped map[string]int64
 }
 
-// Drop reasons, as in QueueStats.Dropped and Hooks.OnDrop (the store's reason strings).
+// Drop reasons, as in QueueStats.Dropped and Hooks.OnDrop (the queue's reason strings).
 const (
-	DropOldest       = "drop_oldest"   // evicted from the head by queue.when_full: drop_oldest
-	DropDeadOverflow = "dead_overflow" // in a dead batch dropped past dead.max_bytes
-	DropChecksum     = "checksum"      // in a record that failed its CRC-32C; never uploaded
+	DropOldest       = queue.ReasonDropOldest   // "drop_oldest": evicted from the head by queue.when_full: drop_oldest
+	DropDeadOverflow = queue.ReasonDeadOverflow // "dead_overflow": in a dead batch dropped past dead.max_bytes
+	DropChecksum     = queue.ReasonChecksum     // "checksum": in a record that failed its CRC-32C; never uploaded
 )
 
 // DropReasons returns every drop reason, for exporting a zero series per reason up front.
