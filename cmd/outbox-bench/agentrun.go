@@ -20,6 +20,22 @@ func (b *bench) agentEnv() []string {
 	}
 }
 
+// startAgentWithSink starts a loopback sink playing script and the agent on dataDir uploading
+// to it, logging to logName under the bench root. The caller closes the sink and kills the agent.
+func (b *bench) startAgentWithSink(script sink.Script, dataDir, logName string) (*benchSink, *agentProc, error) {
+	s, err := startSink(script)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := startAgent(agentSpec{bin: b.opt.bin, dataDir: dataDir, endpoint: s.endpoint(),
+		env: b.agentEnv(), logPath: filepath.Join(b.root, logName)})
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, p, nil
+}
+
 // holdResult is what the agent measured with the collector paused.
 type holdResult struct {
 	ingest      loadResult
@@ -37,16 +53,11 @@ type holdResult struct {
 // memory, and sends SIGTERM while the worker still sits in that 300 s wait.
 func (b *bench) agentHold(ctx context.Context, dataDir string, hold time.Duration) (holdResult, error) {
 	var res holdResult
-	s, err := startSink(pausedScript())
+	s, p, err := b.startAgentWithSink(pausedScript(), dataDir, "agent-hold.log")
 	if err != nil {
 		return res, err
 	}
 	defer s.Close()
-	p, err := startAgent(agentSpec{bin: b.opt.bin, dataDir: dataDir, endpoint: s.endpoint(),
-		env: b.agentEnv(), logPath: filepath.Join(b.root, "agent-hold.log")})
-	if err != nil {
-		return res, err
-	}
 	defer p.kill()
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -97,16 +108,11 @@ type restartResult struct {
 // draining and the file size once drained, then stops the agent with SIGTERM.
 func (b *bench) agentRestartDrain(ctx context.Context, dataDir string, n int) (restartResult, error) {
 	var res restartResult
-	s, err := startSink(sink.Script{})
+	s, p, err := b.startAgentWithSink(sink.Script{}, dataDir, "agent-drain.log")
 	if err != nil {
 		return res, err
 	}
 	defer s.Close()
-	p, err := startAgent(agentSpec{bin: b.opt.bin, dataDir: dataDir, endpoint: s.endpoint(),
-		env: b.agentEnv(), logPath: filepath.Join(b.root, "agent-drain.log")})
-	if err != nil {
-		return res, err
-	}
 	defer p.kill()
 	mem := startSampler(p.pid(), 50*time.Millisecond)
 	defer mem.Stop()
@@ -168,16 +174,11 @@ type e2eAgentResult struct {
 // until the sink holds all n distinct messageIds.
 func (b *bench) e2eAgent(ctx context.Context, dataDir string, n int) (e2eAgentResult, error) {
 	var res e2eAgentResult
-	s, err := startSink(sink.Script{})
+	s, p, err := b.startAgentWithSink(sink.Script{}, dataDir, "agent-e2e.log")
 	if err != nil {
 		return res, err
 	}
 	defer s.Close()
-	p, err := startAgent(agentSpec{bin: b.opt.bin, dataDir: dataDir, endpoint: s.endpoint(),
-		env: b.agentEnv(), logPath: filepath.Join(b.root, "agent-e2e.log")})
-	if err != nil {
-		return res, err
-	}
 	defer p.kill()
 	rctx, cancel := context.WithTimeout(ctx, b.opt.drainLimit)
 	defer cancel()
