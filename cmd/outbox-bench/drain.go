@@ -63,11 +63,7 @@ func drainInProcess(ctx context.Context, dir string, n int, script sink.Script, 
 	}
 	defer s.Close()
 	var mu sync.Mutex // guards res.retries and res.waited
-	cfg := uploader.DefaultConfig()
-	cfg.DataDir = dir
-	cfg.Upload.Endpoint = s.endpoint()
-	cfg.Queue.MaxBytes = 64 << 30
-	c, err := uploader.Open(cfg, uploader.WithHooks(uploader.Hooks{
+	c, err := openClient(dir, s.endpoint(), uploader.WithHooks(uploader.Hooks{
 		OnRetry: func(path string, wait time.Duration) {
 			mu.Lock()
 			res.retries[path]++
@@ -76,13 +72,9 @@ func drainInProcess(ctx context.Context, dir string, n int, script sink.Script, 
 		},
 	}))
 	if err != nil {
-		return res, fmt.Errorf("open client: %w", err)
+		return res, err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-	}()
+	defer closeClient(c)
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	err = s.Wait(wctx, func(st sink.Stats) bool { return st.Unique >= int64(n) })

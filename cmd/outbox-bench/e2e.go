@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/sink"
-	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
 // e2eResult is what an end-to-end run measured.
@@ -33,19 +32,11 @@ func e2eLibrary(ctx context.Context, gen payloadFunc, dir string, n, producers, 
 		return res, err
 	}
 	defer s.Close()
-	cfg := uploader.DefaultConfig()
-	cfg.DataDir = dir
-	cfg.Upload.Endpoint = s.endpoint()
-	cfg.Queue.MaxBytes = 64 << 30
-	c, err := uploader.Open(cfg)
+	c, err := openClient(dir, s.endpoint())
 	if err != nil {
-		return res, fmt.Errorf("open client: %w", err)
+		return res, err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-	}()
+	defer closeClient(c)
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var (

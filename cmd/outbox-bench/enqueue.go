@@ -22,27 +22,41 @@ func (r enqueueResult) rate() float64 { return float64(r.events) / r.elapsed.Sec
 // perCommit is the mean number of events per store commit (group commit at work).
 func (r enqueueResult) perCommit() float64 { return float64(r.events) / float64(max(r.commits, 1)) }
 
-// libraryEnqueue runs goroutines producers calling uploader.Client.Enqueue with one
-// 535-byte event per call, queue.sync: always, for d. The client's endpoint is a
-// paused collector (429 Retry-After: 300), so its worker sleeps and does not compete.
-func libraryEnqueue(ctx context.Context, gen payloadFunc, dir, endpoint string, goroutines int, d time.Duration) (enqueueResult, error) {
-	var commits atomic.Int64
+// openClient opens an uploader.Client with the defaults (gzip, 500-event batches,
+// queue.sync: always) on dir, uploading to endpoint, with a 64 GiB queue so that no run
+// meets the quota.
+func openClient(dir, endpoint string, opts ...uploader.Option) (*uploader.Client, error) {
 	cfg := uploader.DefaultConfig()
 	cfg.DataDir = dir
 	cfg.Upload.Endpoint = endpoint
 	cfg.Queue.Sync = "always"
 	cfg.Queue.MaxBytes = 64 << 30
-	c, err := uploader.Open(cfg, uploader.WithHooks(uploader.Hooks{
+	c, err := uploader.Open(cfg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("open client: %w", err)
+	}
+	return c, nil
+}
+
+// closeClient closes c, giving its worker a second to stop.
+func closeClient(c *uploader.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.Close(ctx)
+}
+
+// libraryEnqueue runs goroutines producers calling uploader.Client.Enqueue with one
+// 535-byte event per call, queue.sync: always, for d. The client's endpoint is a
+// paused collector (429 Retry-After: 300), so its worker sleeps and does not compete.
+func libraryEnqueue(ctx context.Context, gen payloadFunc, dir, endpoint string, goroutines int, d time.Duration) (enqueueResult, error) {
+	var commits atomic.Int64
+	c, err := openClient(dir, endpoint, uploader.WithHooks(uploader.Hooks{
 		OnCommit: func(int, time.Duration) { commits.Add(1) },
 	}))
 	if err != nil {
-		return enqueueResult{}, fmt.Errorf("open client: %w", err)
+		return enqueueResult{}, err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.Close(cctx)
-	}()
+	defer closeClient(c)
 	var (
 		next    atomic.Int64
 		done    atomic.Int64
