@@ -118,6 +118,10 @@ func (q *Queue) Notify() <-chan struct{} { return q.s.Notify() }
 // second, rounded down, for one enqueued before the queue was opened (doc.go).
 func (q *Queue) Oldest() (time.Time, bool) { return q.s.Oldest() }
 
+// Pending returns Stats' Events, Bytes and Oldest, from memory only (no file stat, no map
+// copy): for the consumer, which polls them on every wake-up.
+func (q *Queue) Pending() (events, bytes int64, oldest time.Time) { return q.s.Pending() }
+
 // Err returns the *store.CorruptError when the background check failed.
 func (q *Queue) Err() error { return q.s.Err() }
 

@@ -298,6 +298,18 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
+// Pending returns the queued events, their bytes and the intake time of the head event (zero
+// when empty) as Stats does, from memory only: without Stats' file stat and map copy, for a
+// consumer that polls.
+func (s *Store) Pending() (events, bytes int64, oldest time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pub.Events > 0 {
+		oldest = s.pub.headTime
+	}
+	return s.pub.Events, s.pub.Bytes, oldest
+}
+
 // Oldest returns the intake time of the head event, false when the queue is empty: to the
 // clock's precision (Options.Now) for an event this process appended, to the second (rounded
 // down) for one appended before it opened the file. See doc.go, "Intake time".

@@ -269,7 +269,7 @@ func (c *Client) Flush(ctx context.Context) error {
 			return &WaitingError{Path: st.Path, Until: st.WaitingUntil, Err: st.WaitErr}
 		case st.Paused != nil:
 			return st.Paused
-		case !st.Busy && c.q.Stats().Events == 0:
+		case !st.Busy && c.queued() == 0:
 			return nil
 		}
 		select {
@@ -308,7 +308,7 @@ func (c *Client) Close(ctx context.Context) error {
 	case <-intakeDone:
 	case <-ctx.Done():
 	}
-	if n := c.q.Stats().Events; n > 0 {
+	if n := c.queued(); n > 0 {
 		c.log.Info("events left on disk for the next start", "events", n)
 	}
 	if err := c.q.Close(); err != nil {
@@ -345,3 +345,9 @@ func (c *Client) setState(f func(*workerState)) {
 
 // now returns the client clock's time.
 func (c *Client) now() time.Time { return c.clock.Now() }
+
+// queued returns how many events are queued (from memory; no file stat).
+func (c *Client) queued() int64 {
+	n, _, _ := c.q.Pending()
+	return n
+}

@@ -77,8 +77,8 @@ func (c *Client) drain(p prepared, bud *budget.Budget) bool {
 func (c *Client) waitDue() bool {
 	timerFired := false
 	for {
-		qs := c.q.Stats()
-		if qs.Events == 0 {
+		events, bytes, oldest := c.q.Pending()
+		if events == 0 {
 			if c.stopping() {
 				return false
 			}
@@ -90,13 +90,13 @@ func (c *Client) waitDue() bool {
 			continue
 		}
 		if timerFired || c.stopping() || c.flushing.Load() > 0 ||
-			qs.Events >= int64(c.cfg.Batch.MaxEvents) || qs.Bytes >= int64(c.leaseBytes) {
+			events >= int64(c.cfg.Batch.MaxEvents) || bytes >= int64(c.leaseBytes) {
 			return true
 		}
 		// The queue stamps intake times with the client's clock, so the age is on it too.
 		wait := c.cfg.Batch.Interval
-		if !qs.Oldest.IsZero() {
-			wait = min(max(c.cfg.Batch.Interval-c.now().Sub(qs.Oldest), 0), c.cfg.Batch.Interval)
+		if !oldest.IsZero() {
+			wait = min(max(c.cfg.Batch.Interval-c.now().Sub(oldest), 0), c.cfg.Batch.Interval)
 		}
 		if wait == 0 {
 			return true
