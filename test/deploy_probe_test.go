@@ -2,7 +2,6 @@ package test_test
 
 import (
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -242,28 +241,6 @@ func TestK8sSidecar_ExecProbesPassAgainstTheAgentTheyProbe(t *testing.T) {
 	for _, cmd := range execs {
 		if code, _, _ := runCLI(t, t.TempDir(), env, "", swap(cmd[1:])...); code != 1 {
 			t.Errorf("probe %v with the agent stopped: exit %d, want 1", cmd, code)
-		}
-	}
-}
-
-// waitHealthy polls url's /healthz until it answers 200, failing when p exits first.
-func waitHealthy(t *testing.T, p *proc, url string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if resp, err := http.Get(url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("outbox run exited before it was ready (%v); stderr:\n%s", p.err, p.stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("outbox run not ready after 15s; stderr:\n%s", p.stderr.String())
 		}
 	}
 }

@@ -189,13 +189,19 @@ func startAgent(t testing.TB, dataDir, endpoint string, extra map[string]string)
 	listen := freeAddr(t)
 	p := start(t, t.TempDir(), agentEnv(dataDir, listen, endpoint, extra), "run")
 	a := &agent{proc: p, url: "http://" + listen}
+	waitHealthy(t, p, a.url)
+	return a
+}
+
+// waitHealthy polls url's /healthz until it answers 200, failing when p exits first.
+func waitHealthy(t testing.TB, p *proc, url string) {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get(a.url + "/healthz")
-		if err == nil {
+		if resp, err := http.Get(url + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return a
+				return
 			}
 		}
 		select {
