@@ -56,6 +56,17 @@ type Outcome struct {
 	RetryAfter time.Duration // > 0 only for ClassRateLimited
 	NetError   NetErrorClass // set only for a network error (ClassRetryable without Status)
 	Err        error         // the transport error, for network errors and ClassAborted; else nil
+	// Code, when set, is the result's label in metrics, logs and status (a Kafka error name);
+	// empty means the Status, else the NetError class.
+	Code string
+	// Detail is what the destination answered (a snippet of the response body, an error
+	// message); a dead letter keeps it.
+	Detail []byte
+	// Written reports that the batch may have reached the destination, so an attempt cut
+	// short by Close's deadline still counts as a try at the next start.
+	Written bool
+	// Bytes is the size of what was sent before compression, for logs and BatchInfo.
+	Bytes int
 }
 
 // ClassifyFunc classifies one attempt. resp and err are what http.Client.Do returned (the body

@@ -1,0 +1,43 @@
+package uploader
+
+import "context"
+
+// Destination is where the worker delivers batches. The worker owns the queue side (leases,
+// acks, retry budgets, splits and dead letters); a destination only sends one batch and says
+// what happened, as an Outcome:
+//
+//	ClassSuccess      the destination has every event of the batch: it is acked
+//	ClassRateLimited  the destination asked to wait RetryAfter: the rate-limit budget
+//	ClassRetryable    a transient failure (NetError says never_sent or maybe_sent for the
+//	                  network): the counted backoff budget
+//	ClassTooLarge     the batch (or one event of it) is over the destination's size limit:
+//	                  split in half, a single event is dead-lettered
+//	ClassRejected     refused for good: dead-lettered with Detail (or split, for a 400/422
+//	                  of the HTTP destination, to isolate the bad events)
+//	ClassAborted      nothing was sent because of us (a request hook, our configuration):
+//	                  no budget is spent and the batch stays queued
+//
+// The HTTP destination, to a Segment-compatible collector, is built in (the default). Others
+// live in their own packages (pkg/kafka) and are passed to Open with WithDestination, so an
+// application that does not use them does not link them.
+type Destination interface {
+	// Name names the kind of destination for status and logs ("http", "kafka").
+	Name() string
+	// Send delivers one batch. It must return soon after ctx ends (Close's deadline, or the
+	// per-attempt upload.timeout); the worker then treats the attempt as cut short, not as an
+	// outcome. It is only ever called from the worker goroutine, one batch at a time.
+	Send(ctx context.Context, b Batch) Outcome
+	// Close releases the destination's connections. The client calls it once, after the
+	// worker's last Send.
+	Close() error
+}
+
+// Batch is one batch as a destination sees it.
+type Batch struct {
+	// Events are the stored event JSON objects, oldest first, to be sent as they are (spliced,
+	// never re-encoded). They are read-only and valid until Send returns.
+	Events [][]byte
+	// Retry is how many attempts of this batch came before this one (0 on its first), the
+	// HTTP destination's X-Retry-Count.
+	Retry int
+}
