@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
@@ -98,7 +99,7 @@ func (q *Queue) Ack(b *Batch) error {
 
 // SaveRetry persists st as the retry state of b, which must be the head
 // batch; after a restart Lease returns the same batch carrying st.
-func (q *Queue) SaveRetry(b *Batch, st RetryState) error {
+func (q *Queue) SaveRetry(b *Batch, st budget.State) error {
 	if b == nil || len(b.keys) == 0 {
 		return nil
 	}
