@@ -111,6 +111,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Ingest.Listen, err)
 	}
 	log.Info("outbox agent ready", "listen", ln.Addr().String(), "data_dir", cfg.DataDir,
+		"destination", client.Stats().Upload.Destination,
 		"endpoint", redactURL(cfg.Upload.Endpoint), "shutdown_timeout", cfg.Shutdown.Timeout.String())
 
 	serveErr := make(chan error, 1)

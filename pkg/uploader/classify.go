@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Class is the outcome of one upload attempt (SPEC section 5). Its zero value is not a class:
+// Class is the outcome of one upload attempt (docs/CONTRACT.md, "Classification"). Its zero value is not a class:
 // a ClassifyFunc must always set one.
 type Class int
 
@@ -79,7 +79,7 @@ type ClassifyFunc func(resp *http.Response, err error, now time.Time) Outcome
 
 var _ ClassifyFunc = Classify
 
-// Classify is the default classifier, SPEC section 5's table:
+// Classify is the default classifier:
 //
 //	err is or wraps context.Canceled, *HookError, *ConfigError  → ClassAborted (Err: err)
 //	other err, no response                                      → ClassRetryable, NetError from NetworkErrorClass
@@ -127,7 +127,7 @@ func Classify(resp *http.Response, err error, now time.Time) Outcome {
 // replacement transport broke its contract.
 var errNoResponse = errors.New("uploader: no response and no error from the HTTP client")
 
-// IsRetryableStatus reports whether a status is worth retrying (SPEC section 5): 408, 410, 429,
+// IsRetryableStatus reports whether a status is worth retrying: 408, 410, 429,
 // 460, and 500–599 except 501 (Not Implemented), 505 (HTTP Version Not Supported) and 511
 // (Network Authentication Required), which will not change on their own.
 func IsRetryableStatus(code int) bool {

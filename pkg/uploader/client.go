@@ -110,7 +110,7 @@ func queueConfig(cfg Config, o options) queue.Config {
 	}
 }
 
-// Enqueue validates and normalises events (SPEC section 2) and stores them durably; it
+// Enqueue validates and normalises events (pkg/event: messageId, timestamp, context.library) and stores them durably; it
 // returns after the commit (and fsync with queue.sync: always). Each event is a
 // map[string]any (or any value encoding/json turns into an object), a []byte, a string or a
 // json.RawMessage of one JSON object. It is all or nothing: one bad event (an *event.Error

@@ -7,7 +7,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
-// Stats is a snapshot of the client, in the shape of SPEC section 7's /v1/status. Zero times
+// Stats is a snapshot of the client, in the shape of the agent's /v1/status. Zero times
 // mean "not known".
 type Stats struct {
 	Queue    QueueStats
