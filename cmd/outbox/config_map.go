@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
@@ -58,7 +59,7 @@ func storeError(err error) error {
 		if _, ok := e.(*store.CorruptError); ok {
 			return e
 		}
-		if errors.Unwrap(e) == store.ErrLocked {
+		if errors.Unwrap(e) == errs.ErrLocked {
 			return e
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/outboxhq/outbox/pkg/agent"
-	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 // validate is the one validation path of the configuration. loadConfig calls it for every
@@ -63,7 +63,7 @@ func (lc *loadedConfig) validate() error {
 	}
 	// The packages' own rules, on exactly the configurations `outbox run` passes them.
 	if err := c.uploaderConfig().Validate(); err != nil {
-		return lc.packageError(err, uploader.ErrInvalidConfig.Error()+": ")
+		return lc.packageError(err, errs.ErrInvalidConfig.Error()+": ")
 	}
 	if err := c.agentConfig(nil).Validate(); err != nil {
 		return lc.packageError(err, agent.ErrUnauthenticated.Error()+": ")
@@ -99,21 +99,21 @@ func (lc *loadedConfig) keysError(err error, keys ...string) error {
 // naming its keys) into configuration errors that also name the source of every key mentioned.
 // prefix, the package's sentinel text, is dropped.
 func (lc *loadedConfig) packageError(err error, prefix string) error {
-	var errs []error
+	var problems []error
 	for _, line := range strings.Split(strings.TrimPrefix(err.Error(), prefix), "\n") {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
 		if ks := mentionedKeys(line); len(ks) > 0 {
-			errs = append(errs, lc.keysError(errors.New(line), ks...))
+			problems = append(problems, lc.keysError(errors.New(line), ks...))
 			continue
 		}
-		errs = append(errs, usageErrorf("configuration: %s", line))
+		problems = append(problems, usageErrorf("configuration: %s", line))
 	}
-	if len(errs) == 1 {
-		return errs[0]
+	if len(problems) == 1 {
+		return problems[0]
 	}
-	return &usageError{err: errors.Join(errs...)}
+	return &usageError{err: errors.Join(problems...)}
 }
 
 // mentionedKeys lists the configuration keys that text names, in the order they first appear.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/spf13/cobra"
@@ -95,7 +96,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	}
 	client, err := uploader.Open(ucfg, uploader.WithLogger(log), uploader.WithHooks(hooks))
 	if err != nil {
-		if errors.Is(err, uploader.ErrInvalidConfig) {
+		if errors.Is(err, errs.ErrInvalidConfig) {
 			return usageErrorf("configuration: %w", err)
 		}
 		return storeError(err)

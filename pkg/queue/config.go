@@ -13,7 +13,7 @@ type WhenFull string
 
 // The WhenFull policies.
 const (
-	Reject     WhenFull = "reject"      // Enqueue returns ErrFull (the default)
+	Reject     WhenFull = "reject"      // Enqueue returns errs.ErrQueueFull (the default)
 	Block      WhenFull = "block"       // Enqueue waits for room or ctx
 	DropOldest WhenFull = "drop_oldest" // events are evicted from the head, counted as dropped
 )

@@ -17,7 +17,7 @@ type Options struct {
 	// MaxBytes bounds the stored event bytes (payloads only); 0 means no bound.
 	MaxBytes int64
 	// DropOldest makes Append evict events from the head to make room instead
-	// of returning ErrFull.
+	// of returning errs.ErrQueueFull.
 	DropOldest bool
 	// DeadMaxBytes bounds the dead-letter event bytes; past it the oldest dead
 	// batches are dropped (reason "dead_overflow"). 0 means no bound.

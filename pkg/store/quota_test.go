@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
@@ -15,8 +16,8 @@ func TestStore_Append_OverMaxBytesIsErrTooLargeAndEvictsNothing(t *testing.T) {
 		s := mustOpen(t, t.TempDir(), store.Options{NoSync: true, MaxBytes: 3 * size, DropOldest: dropOldest})
 		fill(t, s, 2)
 		err := s.Append(context.Background(), [][]byte{payload(2), payload(3), payload(4), payload(5)})
-		if !errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrFull) {
-			t.Fatalf("drop oldest %v: Append over max bytes = %v; want ErrTooLarge, not ErrFull", dropOldest, err)
+		if !errors.Is(err, errs.ErrTooLarge) || errors.Is(err, errs.ErrQueueFull) {
+			t.Fatalf("drop oldest %v: Append over max bytes = %v; want errs.ErrTooLarge, not errs.ErrQueueFull", dropOldest, err)
 		}
 		if st := s.Stats(); st.Events != 2 || st.Dropped[store.DropOldest] != 0 {
 			t.Fatalf("drop oldest %v: stats %+v; want the 2 events kept, none dropped", dropOldest, st)
@@ -33,22 +34,22 @@ func TestStore_Append_TooLargeFailsOnlyItsOwnRequest(t *testing.T) {
 		huge[i] = payload(9999)
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, 40)
-	for i := range errs {
+	problems := make([]error, 40)
+	for i := range problems {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if i%4 == 0 {
-				errs[i] = s.Append(context.Background(), huge)
+				problems[i] = s.Append(context.Background(), huge)
 			} else {
-				errs[i] = s.Append(context.Background(), [][]byte{payload(i)})
+				problems[i] = s.Append(context.Background(), [][]byte{payload(i)})
 			}
 		}()
 	}
 	wg.Wait()
-	for i, err := range errs {
-		if i%4 == 0 && !errors.Is(err, store.ErrTooLarge) {
-			t.Errorf("request %d (too large) = %v, want ErrTooLarge", i, err)
+	for i, err := range problems {
+		if i%4 == 0 && !errors.Is(err, errs.ErrTooLarge) {
+			t.Errorf("request %d (too large) = %v, want errs.ErrTooLarge", i, err)
 		}
 		if i%4 != 0 && err != nil {
 			t.Errorf("request %d = %v, want stored", i, err)

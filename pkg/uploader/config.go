@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 // Defaults of the configuration keys Config covers.
@@ -136,7 +137,7 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports every invalid value in one error wrapping ErrInvalidConfig; each message
+// Validate reports every invalid value in one error wrapping errs.ErrInvalidConfig; each message
 // names its key, e.g. `upload.endpoint "ftp://x": must be an http or https URL`. Zero values
 // that Open would fill are accepted. upload.headers may not set, in any letter case, the
 // headers outbox's wire contract owns: X-Retry-Count, Content-Type, Content-Encoding,
@@ -144,9 +145,9 @@ func (c Config) withDefaults() Config {
 // upload.write_key is set (`upload.headers.X-Retry-Count: reserved: …`).
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	var errs []error
+	var problems []error
 	bad := func(key string, v any, why string) {
-		errs = append(errs, fmt.Errorf("%s %v: %s", key, v, why))
+		problems = append(problems, fmt.Errorf("%s %v: %s", key, v, why))
 	}
 	if u, err := url.Parse(c.Upload.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("upload.endpoint", fmt.Sprintf("%q", c.Upload.Endpoint), "must be an http or https URL")
@@ -162,7 +163,7 @@ func (c Config) Validate() error {
 			bad("upload.headers", fmt.Sprintf("%q", k), "is not a valid header name")
 		} else if why := reservedHeader(k, c.Upload.WriteKey != ""); why != "" {
 			// The value is not shown: it may be a credential.
-			errs = append(errs, fmt.Errorf("upload.headers.%s: %s", k, why))
+			problems = append(problems, fmt.Errorf("upload.headers.%s: %s", k, why))
 		}
 	}
 	if c.Limits.MaxEventBytes < 0 {
@@ -197,12 +198,12 @@ func (c Config) Validate() error {
 		bad("dead.max_bytes", c.Dead.MaxBytes, "must be greater than zero")
 	}
 	if err := c.Retry.Validate(); err != nil {
-		errs = append(errs, err)
+		problems = append(problems, err)
 	}
-	if len(errs) == 0 {
+	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	return fmt.Errorf("%w: %w", errs.ErrInvalidConfig, errors.Join(problems...))
 }
 
 // reservedHeader says why name (compared case-insensitively) may not be set through
