@@ -106,14 +106,14 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		closeQuick(client)
 		return usageErrorf("configuration: %w", err)
 	}
-	ln, err := net.Listen("tcp", cfg.Ingest.Listen)
+	ln, err := net.Listen("tcp", cfg.Agent.Listen)
 	if err != nil {
 		closeQuick(client)
-		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Ingest.Listen, err)
+		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Agent.Listen, err)
 	}
 	log.Info("outbox agent ready", "listen", ln.Addr().String(), "data_dir", cfg.DataDir,
 		"destination", client.Stats().Upload.Destination,
-		"endpoint", redactURL(cfg.Upload.Endpoint), "shutdown_timeout", cfg.Shutdown.Timeout.String())
+		"endpoint", redactURL(cfg.Upload.Endpoint), "shutdown_timeout", cfg.Agent.ShutdownTimeout.String())
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
@@ -121,18 +121,18 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	case err := <-corrupt:
 		// The background check of a large file failed: intake has stopped; exit 1 naming recover.
 		log.Error("data file failed its consistency check; stopping", "err", err)
-		_ = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
+		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case err := <-serveErr:
 		// Serving failed on its own; stop what remains, bounded as on a signal.
-		_ = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
+		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case sig := <-sigs.C:
-		log.Info("signal received: stopping intake, last upload pass", "signal", sig.String(), "timeout", cfg.Shutdown.Timeout.String())
+		log.Info("signal received: stopping intake, last upload pass", "signal", sig.String(), "timeout", cfg.Agent.ShutdownTimeout.String())
 	case <-cmd.Context().Done():
-		log.Info("stopping: last upload pass", "timeout", cfg.Shutdown.Timeout.String())
+		log.Info("stopping: last upload pass", "timeout", cfg.Agent.ShutdownTimeout.String())
 	}
-	err = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
+	err = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 	left := client.Stats().Queue.Events
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		log.Info("outbox agent stopped", "events_left", left)

@@ -51,21 +51,24 @@ var (
 
 // KeyError is an invalid configuration value: Key is the configuration key at fault
 // ("upload.endpoint", "upload.headers.X-Retry-Count"), Err what is wrong with its value. A rule
-// between two keys names the first in Key and both in Err. Validate methods return one per
+// between keys names the others in Related. Validate methods return one per
 // problem, joined with errors.Join, so a caller finds them with errors.As or by walking the
 // join.
 type KeyError struct {
-	Key string
-	Err error
+	Key     string
+	Related []string // the other keys of a rule between keys, if any
+	Err     error
 }
 
-// Error is "key: what is wrong".
-func (e *KeyError) Error() string { return fmt.Sprintf("%s: %v", e.Key, e.Err) }
+// Error is Err's text, which names the key itself so that the message reads on its own
+// ("upload.endpoint \"ftp://x\": must be an http or https URL").
+func (e *KeyError) Error() string { return e.Err.Error() }
 
 // Unwrap returns what is wrong.
 func (e *KeyError) Unwrap() error { return e.Err }
 
-// KeyErrorf returns a *KeyError for key with a formatted reason.
+// KeyErrorf returns a *KeyError for key whose text is the formatted message (which should
+// name the key).
 func KeyErrorf(key, format string, args ...any) error {
 	return &KeyError{Key: key, Err: fmt.Errorf(format, args...)}
 }
