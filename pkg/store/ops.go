@@ -43,7 +43,7 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 			return err
 		}
 		if w.Events < n {
-			s.drop(w, DropChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
+			s.drop(w, ReasonChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
 		}
 		return clearRetry(b, r.keys[0])
 	case opFixCounts:
@@ -79,14 +79,14 @@ func appendBlock(events [][]byte) []byte {
 // events that alone exceed MaxBytes, so eviction can always make room).
 func (s *Store) applyAppend(b buckets, events [][]byte, block []byte, need int64, w *writerState) error {
 	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
-		if !s.opt.DropOldest {
+		if !s.opt.EvictOldest {
 			return errs.ErrQueueFull
 		}
 		evicted, err := s.evictOldest(b, need, max, w)
 		if err != nil {
 			return err
 		}
-		s.drop(w, DropOldest, evicted)
+		s.drop(w, ReasonDropOldest, evicted)
 	}
 	now := s.opt.Now()
 	var first ksuid.KSUID
@@ -165,7 +165,7 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 		w.DeadBatches--
 		w.DeadEvents -= int64(dh.events)
 		w.DeadBytes -= dh.bytes
-		s.drop(w, DropDeadOverflow, dh.events, "dead_id", ksuidString(k))
+		s.drop(w, ReasonDeadOverflow, dh.events, "dead_id", ksuidString(k))
 	}
 	return nil
 }

@@ -101,7 +101,7 @@ func TestOpen_LockedDataDirSaysOpenQueueOnce(t *testing.T) {
 }
 
 func TestDropReasons_AreTheStoresReasonStrings(t *testing.T) {
-	want := []string{store.DropOldest, store.DropDeadOverflow, store.DropChecksum}
+	want := []string{store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum}
 	if got := uploader.DropReasons(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("DropReasons() = %v, want the store's %v", got, want)
 	}
