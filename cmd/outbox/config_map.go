@@ -58,6 +58,7 @@ func (c *Config) agentConfig(log *slog.Logger) agent.Config {
 		MaxEventBytes:        int(c.Limits.MaxEventBytes),
 		ShutdownTimeout:      c.Shutdown.Timeout,
 		Logger:               log,
+		QueueMaxBytes:        c.Queue.MaxBytes,
 	}
 }
 

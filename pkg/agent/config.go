@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/budget"
 )
 
 // Defaults applied by Config for zero values.
@@ -45,6 +47,13 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Logger receives request and lifecycle logs (never secrets). nil → discard.
 	Logger *slog.Logger
+	// QueueMaxBytes is queue.max_bytes as the uploader was given it. The agent exports it as
+	// the outbox_queue_max_bytes gauge (for a "queue near full" alert) and the status page
+	// shows the queue's fill against it. 0 → neither.
+	QueueMaxBytes int64
+	// Clock paces the status page's per-second sampler. nil → the system clock; tests pass
+	// a fake one to step it.
+	Clock budget.Clock
 }
 
 // withDefaults returns a copy of c with zero values replaced by the defaults.
@@ -87,6 +96,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxEventBytes < 0 {
 		return fmt.Errorf("limits.max_event_bytes %d: must be positive", c.MaxEventBytes)
+	}
+	if c.QueueMaxBytes < 0 {
+		return fmt.Errorf("queue.max_bytes %d: must be positive", c.QueueMaxBytes)
 	}
 	if c.ShutdownTimeout < 0 {
 		return fmt.Errorf("shutdown.timeout %s: must be positive", c.ShutdownTimeout)
