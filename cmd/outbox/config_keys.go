@@ -16,6 +16,7 @@ type Config struct {
 	Queue    QueueConfig
 	Dead     DeadConfig
 	Shutdown ShutdownConfig
+	Debug    DebugConfig
 }
 
 // LogConfig is the log.* section.
@@ -79,6 +80,11 @@ type DeadConfig struct{ MaxBytes int64 }
 
 // ShutdownConfig is the shutdown.* section.
 type ShutdownConfig struct{ Timeout time.Duration }
+
+// DebugConfig is the debug.* section.
+type DebugConfig struct {
+	PprofListen string // loopback host:port for net/http/pprof; "" = off
+}
 
 // kind is how a key's value is parsed.
 type kind int
@@ -171,6 +177,8 @@ var keys = []keyDef{
 		help: "bound on dead-letter bytes; past it the oldest dead batches are dropped"},
 	{key: "shutdown.timeout", kind: kindDuration, def: "25s", min: 1, field: func(c *Config) any { return &c.Shutdown.Timeout },
 		help: "on SIGTERM, how long the last upload pass may take before exiting"},
+	{key: "debug.pprof_listen", kind: kindString, def: "", flag: "pprof", field: func(c *Config) any { return &c.Debug.PprofListen },
+		help: "loopback host:port serving net/http/pprof under /debug/pprof/ (outbox run --pprof); empty = off"},
 }
 
 // lookupKey returns the definition of key, or nil when no such key exists.

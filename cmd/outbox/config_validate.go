@@ -61,6 +61,9 @@ func (lc *loadedConfig) validate() error {
 			return keyError("upload.headers", lc.Sources["upload.headers"], fmt.Errorf("%q is not a valid header name", name))
 		}
 	}
+	if err := checkPprofListen(c.Debug.PprofListen); err != nil {
+		return keyError("debug.pprof_listen", lc.Sources["debug.pprof_listen"], err)
+	}
 	// The packages' own rules, on exactly the configurations `outbox run` passes them.
 	if err := c.uploaderConfig().Validate(); err != nil {
 		return lc.packageError(err, uploader.ErrInvalidConfig.Error()+": ")
@@ -158,4 +161,21 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// checkPprofListen accepts "" (profiling off) or a loopback host:port: profiles expose the
+// process's memory, so they never listen beyond this machine.
+func checkPprofListen(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:6060)", addr)
+	}
+	if !isLoopback(host) {
+		return fmt.Errorf("%q is not a loopback address; profiles expose the process's memory, so serve them on "+
+			"127.0.0.1 (e.g. 127.0.0.1:6060) and reach them over ssh -L if needed, or leave it empty to turn profiling off", addr)
+	}
+	return nil
 }
