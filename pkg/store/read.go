@@ -48,7 +48,7 @@ func (s *Store) Head(ctx context.Context, maxEvents, maxBytes int) (*Batch, erro
 func readHead(tx *bolt.Tx, maxEvents, maxBytes int) (*Batch, []byte) {
 	c := tx.Bucket(bucketEvents).Cursor()
 	k, v := c.First()
-	b, bad, _ := readRun(tx, c, k, v, maxEvents, maxBytes)
+	b, bad, _ := readRun(tx, c, k, v, runLimit{maxEvents, maxBytes})
 	return b, bad
 }
 
@@ -143,12 +143,15 @@ func readAfter(tx *bolt.Tx, after []byte, maxEvents, maxBytes int) (*Batch, bool
 	if k != nil && bytes.Equal(k, after) {
 		k, v = c.Next()
 	}
-	b, bad, more := readRun(tx, c, k, v, maxEvents, maxBytes)
+	b, bad, more := readRun(tx, c, k, v, runLimit{maxEvents, maxBytes})
 	if bad != nil {
 		return nil, true
 	}
 	return b, more
 }
+
+// runLimit is how much one batch may hold: events, and bytes of them (-1: no byte limit).
+type runLimit struct{ events, bytes int }
 
 // readRun reads the batch that starts at the cursor c, positioned on k, v: up to maxEvents
 // events totalling at most maxBytes (always at least one), or the saved batch when the retry
@@ -156,7 +159,8 @@ func readAfter(tx *bolt.Tx, after []byte, maxEvents, maxBytes int) (*Batch, bool
 // that is k itself it returns a nil batch and bad, a copy of k. more reports that an event
 // follows the batch. Keys and events are copied into arenas of arenaChunk bytes: one
 // allocation per block instead of two per event. k == nil returns nothing.
-func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, maxEvents, maxBytes int) (b *Batch, bad []byte, more bool) {
+func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, bad []byte, more bool) {
+	maxEvents, maxBytes := lim.events, lim.bytes
 	if k == nil {
 		return nil, nil, false
 	}
