@@ -1,4 +1,4 @@
-// Command e2e-cli is outbox's adapter for Segment's cross-SDK e2e suite (SPEC section 10): a
+// Command e2e-cli is outbox's adapter for Segment's cross-SDK e2e suite (docs/E2E.md): a
 // one-shot CLI that runs a described sequence of events through pkg/uploader against a
 // collector and reports the outcome as one JSON line.
 //

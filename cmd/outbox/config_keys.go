@@ -2,7 +2,7 @@ package main
 
 import "time"
 
-// Config is the agent's effective configuration, one field per key of SPEC section 8. It is
+// Config is the agent's effective configuration, one field per configuration key (docs/CONTRACT.md, "Configuration"). It is
 // filled by loadConfig from defaults, the YAML file, OUTBOX_* variables and flags, then mapped to
 // the uploader and agent configurations by the commands that need them.
 type Config struct {

@@ -6,45 +6,35 @@ import (
 	"net/url"
 
 	"github.com/outboxhq/outbox/pkg/agent"
-	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
 // uploaderConfig maps the effective configuration onto the embeddable client's.
 func (c *Config) uploaderConfig() uploader.Config {
-	return uploader.Config{
-		DataDir: c.DataDir,
-		Limits: uploader.LimitsConfig{
-			MaxEventBytes:   int(c.Limits.MaxEventBytes),
-			MaxRequestBytes: int(c.Limits.MaxRequestBytes),
-		},
-		Upload: uploader.UploadConfig{
-			Endpoint:      c.Upload.Endpoint,
-			WriteKey:      c.Upload.WriteKey,
-			Format:        c.Upload.Format,
-			Gzip:          c.Upload.Gzip,
-			Timeout:       c.Upload.Timeout,
-			Headers:       c.Upload.Headers,
-			CAFile:        c.Upload.CAFile,
-			SplitRejected: c.Upload.SplitRejected,
-		},
-		Batch: uploader.BatchConfig{
-			MaxEvents: int(c.Batch.MaxEvents),
-			MaxBytes:  int(c.Batch.MaxBytes),
-			Interval:  c.Batch.Interval,
-		},
-		Retry: budget.Config{
-			MaxRetries:           int(c.Retry.MaxRetries),
-			BackoffBase:          c.Retry.BackoffBase,
-			BackoffCap:           c.Retry.BackoffCap,
-			MaxTotalBackoff:      c.Retry.MaxTotalBackoff,
-			RetryAfterCap:        c.Retry.RetryAfterCap,
-			MaxRateLimitDuration: c.Retry.MaxRateLimitDuration,
-		},
-		Queue: uploader.QueueConfig{MaxBytes: c.Queue.MaxBytes, WhenFull: c.Queue.WhenFull, Sync: c.Queue.Sync},
-		Dead:  uploader.DeadConfig{MaxBytes: c.Dead.MaxBytes},
+	u := uploader.DefaultConfig()
+	u.DataDir = c.DataDir
+	u.Limits = uploader.LimitsConfig{MaxEventBytes: int(c.Limits.MaxEventBytes), MaxRequestBytes: int(c.Limits.MaxRequestBytes)}
+	u.Upload = uploader.UploadConfig{
+		Endpoint:      c.Upload.Endpoint,
+		WriteKey:      c.Upload.WriteKey,
+		Format:        c.Upload.Format,
+		Gzip:          c.Upload.Gzip,
+		Timeout:       c.Upload.Timeout,
+		Headers:       c.Upload.Headers,
+		CAFile:        c.Upload.CAFile,
+		SplitRejected: c.Upload.SplitRejected,
 	}
+	u.Batch = uploader.BatchConfig{MaxEvents: int(c.Batch.MaxEvents), MaxBytes: int(c.Batch.MaxBytes), Interval: c.Batch.Interval}
+	u.Retry.MaxRetries = int(c.Retry.MaxRetries)
+	u.Retry.BackoffBase = c.Retry.BackoffBase
+	u.Retry.BackoffCap = c.Retry.BackoffCap
+	u.Retry.MaxTotalBackoff = c.Retry.MaxTotalBackoff
+	u.Retry.RetryAfterCap = c.Retry.RetryAfterCap
+	u.Retry.MaxRateLimitDuration = c.Retry.MaxRateLimitDuration
+	u.Queue = uploader.QueueConfig{MaxBytes: c.Queue.MaxBytes, WhenFull: c.Queue.WhenFull, Sync: c.Queue.Sync}
+	u.Dead = uploader.DeadConfig{MaxBytes: c.Dead.MaxBytes}
+	return u
 }
 
 // agentConfig maps the effective configuration onto the agent's.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
-	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/spf13/cobra"
 )
 
@@ -143,7 +143,7 @@ func (o *deadOptions) with(a *app, cmd *cobra.Command, fn func(context.Context, 
 		if err != nil {
 			return err
 		}
-		b = offlineDead{q: q}
+		b = offlineDead{o: q}
 	} else {
 		c, _, err := a.newAgentClient(cmd, o.agent)
 		if err != nil {
@@ -195,12 +195,12 @@ func printDead(w io.Writer, d agent.DeadBatch) {
 
 // offlineDead manages dead letters in a stopped agent's data directory.
 // It converts with agent.NewDeadBatch, so both paths print the same.
-type offlineDead struct{ q *queue.Queue }
+type offlineDead struct{ o *uploader.Offline }
 
-func (o offlineDead) close() { _ = o.q.Close() }
+func (o offlineDead) close() { _ = o.o.Close() }
 
 func (o offlineDead) list(context.Context) ([]agent.DeadBatch, error) {
-	list, err := o.q.DeadList()
+	list, err := o.o.DeadLetters().List()
 	out := make([]agent.DeadBatch, 0, len(list))
 	for _, d := range list {
 		out = append(out, agent.NewDeadBatch(d))
@@ -209,17 +209,17 @@ func (o offlineDead) list(context.Context) ([]agent.DeadBatch, error) {
 }
 
 func (o offlineDead) get(_ context.Context, id string) (agent.DeadBatch, error) {
-	d, err := o.q.DeadGet(id)
-	if errors.Is(err, queue.ErrNotFound) {
+	d, err := o.o.DeadLetters().Get(id)
+	if errors.Is(err, uploader.ErrNotFound) {
 		return agent.DeadBatch{}, fmt.Errorf("%w; see 'outbox dead list' for the IDs", err)
 	}
 	return agent.NewDeadBatch(d), err
 }
 
 func (o offlineDead) replay(ctx context.Context, ids []string) (int, error) {
-	return o.q.DeadReplay(ctx, ids...)
+	return o.o.DeadLetters().Replay(ctx, ids...)
 }
 
 func (o offlineDead) purge(ctx context.Context, ids []string) (int, error) {
-	return o.q.DeadPurge(ctx, ids...)
+	return o.o.DeadLetters().Purge(ctx, ids...)
 }

@@ -18,7 +18,7 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
-// Exit codes of the outbox binary (SPEC section 9).
+// Exit codes of the outbox binary (docs/CONTRACT.md, "Exit codes").
 const (
 	exitOK      = 0 // success
 	exitRuntime = 1 // runtime failure: locked or corrupt data dir, unreachable agent, ...

@@ -45,26 +45,25 @@ func (o *inspectOptions) run(a *app, cmd *cobra.Command) error {
 	out := cmd.OutOrStdout()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "data directory\t%s\n", lc.Config.DataDir)
-	fmt.Fprintf(tw, "file\t%s, sync %s\n", humanBytes(st.FileBytes), st.Sync)
-	fmt.Fprintf(tw, "queued\t%d events, %s\n", st.Events, humanBytes(st.Bytes))
-	if !st.Oldest.IsZero() {
-		fmt.Fprintf(tw, "oldest\t%s (%s ago)\n", st.Oldest.Local().Format(time.DateTime), time.Since(st.Oldest).Round(time.Second))
+	fmt.Fprintf(tw, "file\t%s, sync %s\n", humanBytes(st.Store.FileBytes), st.Store.Sync)
+	fmt.Fprintf(tw, "queued\t%d events, %s\n", st.Queue.Events, humanBytes(st.Queue.Bytes))
+	if st.Queue.Events > 0 {
+		oldest := time.Now().Add(-st.Queue.OldestAge)
+		fmt.Fprintf(tw, "oldest\t%s (%s ago)\n", oldest.Local().Format(time.DateTime), st.Queue.OldestAge.Round(time.Second))
 	}
-	fmt.Fprintf(tw, "dead letters\t%d batches, %d events, %s\n", st.DeadBatches, st.DeadEvents, humanBytes(st.DeadBytes))
+	fmt.Fprintf(tw, "dead letters\t%d batches, %d events, %s\n", st.Dead.Batches, st.Dead.Events, humanBytes(st.Dead.Bytes))
 	var sample [][]byte
-	if o.sample > 0 && st.Events > 0 {
-		b, err := q.Lease(o.sample, 1<<30)
+	if o.sample > 0 && st.Queue.Events > 0 {
+		h, err := q.Head(o.sample)
 		if err != nil {
 			return fmt.Errorf("reading the head of the queue: %w", err)
 		}
-		if b != nil {
-			if b.Retry.Attempts > 0 {
-				fmt.Fprintf(tw, "head batch\t%d events, %d attempts so far, %d counted retries\n", b.Len(), b.Retry.Attempts, b.Retry.Retries)
-			}
-			sample = b.Events
-			if len(sample) > o.sample {
-				sample = sample[:o.sample]
-			}
+		if h.Attempts > 0 {
+			fmt.Fprintf(tw, "head batch\t%d events, %d attempts so far, %d counted retries\n", len(h.Events), h.Attempts, h.Retries)
+		}
+		sample = h.Events
+		if len(sample) > o.sample {
+			sample = sample[:o.sample]
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
 // checkDataDir makes sure an offline command is pointed at an existing data directory, so that a
@@ -24,20 +24,15 @@ func checkDataDir(dir string) error {
 	return nil
 }
 
-// openOffline opens the queue of a stopped agent. A running agent holds the directory lock, so
-// this fails at once with the store's "in use" message.
-func openOffline(c *Config) (*queue.Queue, error) {
+// openOffline opens the data directory of a stopped agent. A running agent holds the directory
+// lock, so this fails at once with the store's "in use" message.
+func openOffline(c *Config) (*uploader.Offline, error) {
 	if err := checkDataDir(c.DataDir); err != nil {
 		return nil, err
 	}
-	q, err := queue.Open(c.DataDir, queue.Config{
-		MaxBytes:     c.Queue.MaxBytes,
-		WhenFull:     queue.WhenFull(c.Queue.WhenFull),
-		NoSync:       c.Queue.Sync == "none",
-		DeadMaxBytes: c.Dead.MaxBytes,
-	})
+	d, err := uploader.OpenOffline(c.uploaderConfig())
 	if err != nil {
 		return nil, storeError(err)
 	}
-	return q, nil
+	return d, nil
 }

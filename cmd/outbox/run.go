@@ -84,7 +84,16 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	client, err := uploader.Open(ucfg, uploader.WithLogger(log), uploader.WithHooks(metrics.Hooks()))
+	// The background check of a large file reports its failure through OnCorrupt.
+	corrupt := make(chan error, 1)
+	hooks := metrics.Hooks()
+	hooks.OnCorrupt = func(err error) {
+		select {
+		case corrupt <- err:
+		default:
+		}
+	}
+	client, err := uploader.Open(ucfg, uploader.WithLogger(log), uploader.WithHooks(hooks))
 	if err != nil {
 		if errors.Is(err, uploader.ErrInvalidConfig) {
 			return usageErrorf("configuration: %w", err)
@@ -102,13 +111,11 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Ingest.Listen, err)
 	}
 	log.Info("outbox agent ready", "listen", ln.Addr().String(), "data_dir", cfg.DataDir,
+		"destination", client.Stats().Upload.Destination,
 		"endpoint", redactURL(cfg.Upload.Endpoint), "shutdown_timeout", cfg.Shutdown.Timeout.String())
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	defer stopWatch()
-	corrupt := watchStore(watchCtx, client.Queue())
 	select {
 	case err := <-corrupt:
 		// The background check of a large file failed: intake has stopped; exit 1 naming recover.
@@ -151,30 +158,4 @@ func startDevSink(out io.Writer) (*sink.Server, error) {
 		return nil, fmt.Errorf("--dev: cannot start the local collector: %w", err)
 	}
 	return s, nil
-}
-
-// storeWatchInterval is how often `outbox run` checks whether the store's background
-// consistency check has failed.
-const storeWatchInterval = 500 * time.Millisecond
-
-// watchStore reports the store's failure (a *store.CorruptError from the background check of a
-// large file) on the returned channel, once, until ctx ends.
-func watchStore(ctx context.Context, q interface{ Err() error }) <-chan error {
-	out := make(chan error, 1)
-	go func() {
-		t := time.NewTicker(storeWatchInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := q.Err(); err != nil {
-					out <- err
-					return
-				}
-			}
-		}
-	}()
-	return out
 }

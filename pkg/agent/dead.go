@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
 // maxAdminBody bounds the JSON body of the dead-letter admin routes.
@@ -54,7 +54,7 @@ type DeadPurgeResult struct {
 
 // NewDeadBatch converts a queue dead-letter batch to its admin API form (events included
 // when d has them), for offline tools that read the queue directly.
-func NewDeadBatch(d queue.DeadBatch) DeadBatch {
+func NewDeadBatch(d uploader.DeadBatch) DeadBatch {
 	out := DeadBatch{
 		ID: d.ID, At: d.At.UTC(), Reason: d.Info.Reason, ErrorClass: d.Info.ErrorClass,
 		Status: d.Info.Status, Attempts: d.Info.Attempts,
@@ -69,7 +69,7 @@ func NewDeadBatch(d queue.DeadBatch) DeadBatch {
 
 // handleDeadList serves GET /v1/dead.
 func (a *Agent) handleDeadList(w http.ResponseWriter, _ *http.Request) {
-	list, err := a.client.Queue().DeadList()
+	list, err := a.client.DeadLetters().List()
 	if err != nil {
 		a.adminFailed(w, err)
 		return
@@ -83,7 +83,7 @@ func (a *Agent) handleDeadList(w http.ResponseWriter, _ *http.Request) {
 
 // handleDeadGet serves GET /v1/dead/{id}.
 func (a *Agent) handleDeadGet(w http.ResponseWriter, r *http.Request) {
-	d, err := a.client.Queue().DeadGet(r.PathValue("id"))
+	d, err := a.client.DeadLetters().Get(r.PathValue("id"))
 	if err != nil {
 		a.adminFailed(w, err)
 		return
@@ -97,7 +97,7 @@ func (a *Agent) handleDeadReplay(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	n, err := a.client.Queue().DeadReplay(r.Context(), dr.IDs...)
+	n, err := a.client.DeadLetters().Replay(r.Context(), dr.IDs...)
 	if err != nil {
 		a.adminFailed(w, err)
 		return
@@ -115,7 +115,7 @@ func (a *Agent) handleDeadPurge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `purge needs batch ids ({"ids":[...]}) or {"all":true}`)
 		return
 	}
-	n, err := a.client.Queue().DeadPurge(r.Context(), dr.IDs...)
+	n, err := a.client.DeadLetters().Purge(r.Context(), dr.IDs...)
 	if err != nil {
 		a.adminFailed(w, err)
 		return
@@ -147,13 +147,13 @@ func readDeadRequest(w http.ResponseWriter, r *http.Request) (DeadRequest, bool)
 // adminFailed answers a failed dead-letter operation.
 func (a *Agent) adminFailed(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, queue.ErrNotFound):
+	case errors.Is(err, uploader.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, queue.ErrTooLarge):
+	case errors.Is(err, uploader.ErrTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "the dead batches exceed queue.max_bytes together; replay fewer batches at a time")
-	case errors.Is(err, queue.ErrFull):
+	case errors.Is(err, uploader.ErrQueueFull):
 		writeUnavailable(w, "the dead batches do not fit in the queue (queue.max_bytes); let it drain first")
-	case errors.Is(err, queue.ErrClosed):
+	case errors.Is(err, uploader.ErrClosed):
 		writeUnavailable(w, "outbox is shutting down")
 	default:
 		a.log.Error("dead-letter operation failed", "err", err)

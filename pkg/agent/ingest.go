@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/outboxhq/outbox/pkg/event"
-	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -80,11 +79,11 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte
 // failures for /readyz.
 func (a *Agent) enqueueFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, queue.ErrTooLarge):
+	case errors.Is(err, uploader.ErrTooLarge):
 		// Permanent: no Retry-After, and the queue is not full for anyone else.
 		writeError(w, http.StatusRequestEntityTooLarge,
 			"the request's events exceed queue.max_bytes and can never be queued; send fewer or smaller events, or raise queue.max_bytes")
-	case errors.Is(err, queue.ErrFull):
+	case errors.Is(err, uploader.ErrQueueFull):
 		a.full.set(a.client.Stats().Queue.Bytes)
 		writeUnavailable(w, "queue is full (queue.max_bytes reached); retry later")
 	case errors.Is(err, uploader.ErrClosed):

@@ -8,16 +8,18 @@ import (
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
-// Status is the JSON answer of GET /v1/status (SPEC section 7). Times are written with
+// Status is the JSON answer of GET /v1/status (docs/CONTRACT.md, "Status"). Times are written with
 // TimeLayout (RFC 3339, UTC, milliseconds) and absent when not known. cmd/outbox decodes it
 // for `outbox status`.
 type Status struct {
-	Queue   QueueStatus  `json:"queue"`
-	Dead    DeadStatus   `json:"dead"`
-	Upload  UploadStatus `json:"upload"`
-	Retry   RetryStatus  `json:"retry"`
-	Store   StoreStatus  `json:"store"`
-	Version string       `json:"version"`
+	Queue  QueueStatus  `json:"queue"`
+	Dead   DeadStatus   `json:"dead"`
+	Upload UploadStatus `json:"upload"`
+	Retry  RetryStatus  `json:"retry"`
+	Store  StoreStatus  `json:"store"`
+	// Destination is the kind of destination the worker delivers to: "http" or "kafka".
+	Destination string `json:"destination,omitempty"`
+	Version     string `json:"version"`
 }
 
 // QueueStatus describes the events waiting for upload.
@@ -69,15 +71,16 @@ func optTime(t time.Time) *time.Time {
 	return &u
 }
 
-// statusFromStats maps the client's stats onto the SPEC 7 shape.
+// statusFromStats maps the client's stats onto the /v1/status shape.
 func statusFromStats(s uploader.Stats) Status {
 	path := s.Retry.Path
 	if path == "" {
 		path = uploader.PathNone
 	}
 	return Status{
-		Queue: QueueStatus{Events: s.Queue.Events, Bytes: s.Queue.Bytes, OldestAgeSeconds: s.Queue.OldestAge.Seconds()},
-		Dead:  DeadStatus{Batches: s.Dead.Batches, Events: s.Dead.Events, Bytes: s.Dead.Bytes},
+		Destination: s.Upload.Destination,
+		Queue:       QueueStatus{Events: s.Queue.Events, Bytes: s.Queue.Bytes, OldestAgeSeconds: s.Queue.OldestAge.Seconds()},
+		Dead:        DeadStatus{Batches: s.Dead.Batches, Events: s.Dead.Events, Bytes: s.Dead.Bytes},
 		Upload: UploadStatus{
 			LastAttempt:  optTime(s.Upload.LastAttempt),
 			LastSuccess:  optTime(s.Upload.LastSuccess),

@@ -11,7 +11,7 @@ import (
 // deterministic one. nil means math/rand/v2's Float64.
 type RandFunc func() float64
 
-// Backoff is the counted budget of SPEC section 5: backoff/v4's exponential curve (base, factor 2),
+// Backoff is the counted budget: backoff/v4's exponential curve (base, factor 2),
 // clamped to the cap first, then jittered by subtracting up to half, so a wait d of retry n is
 // min(base·2ⁿ, cap)·(1 − r/2) for r in [0, 1): never above the cap, never below half the clamped
 // value, and two budgets started together diverge.

@@ -38,7 +38,7 @@ func clamped(cfg budget.Config, n int) time.Duration {
 }
 
 // TestBackoff_Properties drives a counted budget to exhaustion over random configurations, seeds
-// and attempt durations, checking every answer against the SPEC's rules.
+// and attempt durations, checking every answer against the budget's rules.
 func TestBackoff_Properties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		cfg := drawConfig(t)

@@ -3,7 +3,7 @@ package budget
 import "time"
 
 // State is a batch's retry state as persisted with it (it maps field for field onto
-// queue.RetryState). Times are wall-clock readings without a monotonic part, so after a restart
+// queue.Batch.Retry). Times are wall-clock readings without a monotonic part, so after a restart
 // elapsed time is measured on the wall clock; within a process the budget keeps the monotonic
 // reading of the times it took itself.
 type State struct {

@@ -48,7 +48,7 @@ func (s systemTimer) Stop() bool          { return s.t.Stop() }
 //     waiting, when ctx has a deadline that comes before the wait would end. The deadline is
 //     compared with the real time (context deadlines are real time), whatever c is.
 //
-// A wait is therefore never started when it cannot finish before the deadline (SPEC section 6:
+// A wait is therefore never started when it cannot finish before the deadline (shutdown:
 // a wait longer than the time left is not waited).
 func Sleep(ctx context.Context, c Clock, d time.Duration, wake <-chan struct{}) error {
 	if err := ctx.Err(); err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Config holds the retry.* settings of SPEC section 5. Its mapstructure tags are the keys under
+// Config holds the retry.* settings. Its mapstructure tags are the keys under
 // retry. in the configuration file. There is no zero-value defaulting (MaxRetries 0 is a valid
 // "never retry"); start from DefaultConfig and change what you need, then call Validate.
 type Config struct {
@@ -24,7 +24,7 @@ type Config struct {
 	MaxRateLimitDuration time.Duration `mapstructure:"max_rate_limit_duration"`
 }
 
-// Default values of Config (SPEC section 5).
+// Default values of Config (docs/CONTRACT.md, "Retry envelope").
 const (
 	DefaultMaxRetries           = 10
 	DefaultBackoffBase          = 500 * time.Millisecond

@@ -1,4 +1,4 @@
-// Package budget holds the two retry budgets of SPEC section 5 and the clock they run on. It is
+// Package budget holds the two retry budgets (docs/CONTRACT.md, "Retry envelope") and the clock they run on. It is
 // pure time arithmetic: it imports nothing of outbox, sends nothing and stores nothing.
 //
 // # The two paths

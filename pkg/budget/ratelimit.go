@@ -2,7 +2,7 @@ package budget
 
 import "time"
 
-// RateLimit is the rate-limit budget of SPEC section 5. Each wait is the collector's Retry-After
+// RateLimit is the rate-limit budget. Each wait is the collector's Retry-After
 // capped at RetryAfterCap; the episode runs from its first Retry-After and is bounded by
 // MaxRateLimitDuration. As with Backoff, a wait is never granted when it would end after
 // start+MaxRateLimitDuration: the budget is spent then, so it is spent exactly when the next wait

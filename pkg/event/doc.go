@@ -1,6 +1,6 @@
 // Package event parses, validates and normalises Segment events on intake:
 // the agent's ingest routes and the library's Enqueue both call it, so it is
-// the hot path of outbox (SPEC sections 2 and 7).
+// the hot path of outbox (the library's Enqueue and the agent's ingest).
 //
 // # Model
 //

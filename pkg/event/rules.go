@@ -56,7 +56,7 @@ func given(b []byte, s span, numberOK bool) (ok bool, wrong string) {
 	return false, "must be a string, got " + describe(b[s.start:])
 }
 
-// check applies the rules of SPEC section 2 to a parsed event.
+// check applies the event rules (doc.go) to a parsed event.
 func (in *intake) check(b []byte, p *parsed, id *ids) *Error {
 	typ := in.typ
 	if typ == "" {

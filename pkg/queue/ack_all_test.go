@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -15,7 +16,7 @@ func TestQueue_AckAll_DeletesSeveralBatchesInOneCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.SaveRetry(b1, queue.RetryState{Attempts: 2}); err != nil {
+	if err := q.SaveRetry(b1, budget.State{Attempts: 2}); err != nil {
 		t.Fatal(err)
 	}
 	b2, _, err := q.LeaseAfter(b1, 10, 1<<20)
@@ -42,7 +43,7 @@ func TestQueue_AckAll_DeletesSeveralBatchesInOneCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantEvents(t, head, 20, 10)
-	if head.Retry != (queue.RetryState{}) {
+	if head.Retry != (budget.State{}) {
 		t.Fatalf("the acked head's retry state came back on %+v", head.Retry)
 	}
 }

@@ -3,13 +3,15 @@ package queue
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/budget"
 )
 
 // Batch is a leased run of events from the head of the queue.
 type Batch struct {
-	Events [][]byte   // stored bytes, owned by the caller
-	Bytes  int        // sum of len(Events)
-	Retry  RetryState // restored state when this is the head batch of a restart
+	Events [][]byte     // stored bytes, owned by the caller
+	Bytes  int          // sum of len(Events)
+	Retry  budget.State // restored state when this is the head batch of a restart
 	keys   [][]byte
 }
 
@@ -17,7 +19,7 @@ type Batch struct {
 func (b *Batch) Len() int { return len(b.Events) }
 
 // Split returns the two halves of b, each a new batch with a zero
-// RetryState. A batch of fewer than two events cannot be split: Split
+// retry state. A batch of fewer than two events cannot be split: Split
 // returns b itself and nil.
 func (b *Batch) Split() (*Batch, *Batch) {
 	if len(b.Events) < 2 {
@@ -32,14 +34,6 @@ func (b *Batch) Split() (*Batch, *Batch) {
 		return h
 	}
 	return half(b.Events[:m:m], b.keys[:m:m]), half(b.Events[m:], b.keys[m:])
-}
-
-// RetryState is the retry bookkeeping of the head batch, kept across restarts.
-type RetryState struct {
-	Attempts       int       // attempts already made (next X-Retry-Count)
-	Retries        int       // counted retries spent
-	BackoffStart   time.Time // first counted failure (wall clock), zero if none
-	RateLimitStart time.Time // first Retry-After of the episode, zero if none
 }
 
 type retryJSON struct {
@@ -63,15 +57,15 @@ func fromUnixNano(n int64) time.Time {
 	return time.Unix(0, n)
 }
 
-func encodeRetry(st RetryState) []byte {
+func encodeRetry(st budget.State) []byte {
 	b, _ := json.Marshal(retryJSON{st.Attempts, st.Retries, unixNano(st.BackoffStart), unixNano(st.RateLimitStart)})
 	return b
 }
 
-func decodeRetry(b []byte) (RetryState, error) {
+func decodeRetry(b []byte) (budget.State, error) {
 	var j retryJSON
 	if err := json.Unmarshal(b, &j); err != nil {
-		return RetryState{}, err
+		return budget.State{}, err
 	}
-	return RetryState{j.Attempts, j.Retries, fromUnixNano(j.BackoffStart), fromUnixNano(j.RateLimitStart)}, nil
+	return budget.State{Attempts: j.Attempts, Retries: j.Retries, BackoffStart: fromUnixNano(j.BackoffStart), RateLimitStart: fromUnixNano(j.RateLimitStart)}, nil
 }

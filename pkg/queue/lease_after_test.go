@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -112,7 +113,7 @@ func TestQueue_LeaseAfter_IsWhatLeaseReturnsOnceThePreviousBatchIsAcked(t *testi
 	wantEvents(t, head, 10, 10)
 	wantEvents(t, next, 10, 10)
 	// Ack and SaveRetry work on a batch from LeaseAfter once it is the head.
-	if err := q.SaveRetry(next, queue.RetryState{Attempts: 2, Retries: 1}); err != nil {
+	if err := q.SaveRetry(next, budget.State{Attempts: 2, Retries: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Ack(next); err != nil {
@@ -130,7 +131,7 @@ func TestQueue_LeaseAfter_AfterARestartTheSavedHeadBatchComesFirst(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved := queue.RetryState{Attempts: 3, Retries: 2}
+	saved := budget.State{Attempts: 3, Retries: 2}
 	if err := q.SaveRetry(b, saved); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestQueue_LeaseAfter_AfterARestartTheSavedHeadBatchComesFirst(t *testing.T)
 		t.Fatal(err)
 	}
 	wantEvents(t, next, 12, 5)
-	if !more || next.Retry != (queue.RetryState{}) {
+	if !more || next.Retry != (budget.State{}) {
 		t.Fatalf("the batch after the saved head: more %t, retry %+v; want more and a zero state", more, next.Retry)
 	}
 }
@@ -168,7 +169,7 @@ func TestQueue_LeaseAfter_CarriesTheSavedStateOfTheBatchItReturns(t *testing.T) 
 	if err := q.Ack(h1); err != nil {
 		t.Fatal(err)
 	}
-	saved := queue.RetryState{Attempts: 1}
+	saved := budget.State{Attempts: 1}
 	if err := q.SaveRetry(h2, saved); err != nil { // h2 is the head now
 		t.Fatal(err)
 	}

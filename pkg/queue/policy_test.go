@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -104,7 +105,7 @@ func TestQueue_SaveRetry_RestoresSameHeadBatchAfterRestart(t *testing.T) {
 	}
 	b, _ := q.Lease(4, 1<<20)
 	start := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-	st := queue.RetryState{Attempts: 3, Retries: 2, BackoffStart: start}
+	st := budget.State{Attempts: 3, Retries: 2, BackoffStart: start}
 	if err := q.SaveRetry(b, st); err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +116,14 @@ func TestQueue_SaveRetry_RestoresSameHeadBatchAfterRestart(t *testing.T) {
 		t.Fatalf("restored lease: %d events, retry %+v; want the saved 4-event batch with its state", b.Len(), b.Retry)
 	}
 	l, r := b.Split()
-	if l.Len() != 2 || r.Len() != 2 || l.Retry != (queue.RetryState{}) || r.Retry != (queue.RetryState{}) {
+	if l.Len() != 2 || r.Len() != 2 || l.Retry != (budget.State{}) || r.Retry != (budget.State{}) {
 		t.Fatalf("split: %d/%d, retry %+v %+v", l.Len(), r.Len(), l.Retry, r.Retry)
 	}
 	if err := q.Ack(l); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = q.Lease(100, 1<<20)
-	if b.Len() != 8 || b.Retry != (queue.RetryState{}) || string(b.Events[0]) != string(ev(2)) {
+	if b.Len() != 8 || b.Retry != (budget.State{}) || string(b.Events[0]) != string(ev(2)) {
 		t.Fatalf("after acking the left half: %d events, retry %+v", b.Len(), b.Retry)
 	}
 	if err := q.Ack(b); err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
@@ -98,7 +99,7 @@ func (q *Queue) Ack(b *Batch) error {
 
 // SaveRetry persists st as the retry state of b, which must be the head
 // batch; after a restart Lease returns the same batch carrying st.
-func (q *Queue) SaveRetry(b *Batch, st RetryState) error {
+func (q *Queue) SaveRetry(b *Batch, st budget.State) error {
 	if b == nil || len(b.keys) == 0 {
 		return nil
 	}
@@ -158,4 +159,60 @@ func (q *Queue) Stats() Stats {
 		DeadEvents: s.DeadEvents, DeadBytes: s.DeadBytes, FileBytes: s.FileBytes, Sync: s.Sync,
 		Commits: s.Commits, Enqueued: s.Enqueued, Compactions: s.Compactions, Dropped: s.Dropped,
 	}
+}
+
+// AckAll deletes the events of several batches in one transaction (one fsync), as Ack does
+// for one: a consumer that delivers batch after batch acknowledges the ones whose acks would
+// otherwise wait for each other's commits together. The batches are given in queue order; a
+// saved retry state is cleared when it belongs to the first of them (only the head batch has
+// one).
+func (q *Queue) AckAll(batches ...*Batch) error {
+	var keys [][]byte
+	for _, b := range batches {
+		if b != nil {
+			keys = append(keys, b.keys...)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := q.s.Delete(context.Background(), keys); err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	return nil
+}
+
+// LeaseAfter returns the batch that follows prev, which must be a batch returned by Lease or
+// LeaseAfter (or a half of one) that is still queued: the events after prev's last event, cut
+// by maxEvents and maxBytes as Lease cuts them. It is what Lease will return once prev has
+// left the queue, so that the consumer can read (and encode) the next batch while prev is
+// being delivered — including a saved retry state, should it belong to that batch. It does
+// not block and removes nothing. more reports that at least one event follows the returned
+// batch (so the queue held more than that batch when it was read).
+//
+// b is nil when nothing follows prev. It is nil with more true when the event after prev
+// fails its checksum: Lease, once prev has left the queue, removes that event and goes on.
+// A nil or empty prev returns ErrNoBatch.
+func (q *Queue) LeaseAfter(prev *Batch, maxEvents, maxBytes int) (b *Batch, more bool, err error) {
+	if prev == nil || len(prev.keys) == 0 {
+		return nil, false, ErrNoBatch
+	}
+	sb, more, err := q.s.ReadAfter(prev.keys[len(prev.keys)-1], maxEvents, maxBytes)
+	if err != nil || sb == nil {
+		return nil, more, err
+	}
+	return q.batchOf(sb), more, nil
+}
+
+// batchOf turns a store batch into a leased Batch, decoding its saved retry state.
+func (q *Queue) batchOf(sb *store.Batch) *Batch {
+	b := &Batch{Events: sb.Events, Bytes: sb.Bytes, keys: sb.Keys}
+	if sb.Retry != nil {
+		st, err := decodeRetry(sb.Retry)
+		if err != nil {
+			q.log.Warn("saved retry state unreadable; starting afresh", "error", err)
+		}
+		b.Retry = st
+	}
+	return b
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/sink"
 )
 
-// benchBody is a 500-event batch of ~535-byte events, the size the SPEC's comparisons use.
+// benchBody is a 500-event batch of ~535-byte events, the size of real track events.
 func benchBody(b *testing.B, batch int) []byte {
 	b.Helper()
 	pad := strings.Repeat("x", 300)

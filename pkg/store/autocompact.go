@@ -47,7 +47,7 @@ func (s *Store) noteHighWater(hw int64) {
 // maybeCompact runs after a commit that freed data. It compacts when
 //
 //   - the queue is drained: its live data is at most tinyLive (dead letters
-//     are copied whatever their size, as the SPEC asks for "drained");
+//     are copied whatever their size, as "drained" means);
 //   - the file exceeds max(CompactMinBytes, 2 × live + 1 MiB), live counting
 //     dead letters too: the size the benchmark holds a drained file to;
 //   - the file exceeds 2 × steady + 1 MiB, steady being the size it grew to

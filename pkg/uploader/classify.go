@@ -3,11 +3,13 @@ package uploader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
-// Class is the outcome of one upload attempt (SPEC section 5). Its zero value is not a class:
+// Class is the outcome of one upload attempt (docs/CONTRACT.md, "Classification"). Its zero value is not a class:
 // a ClassifyFunc must always set one.
 type Class int
 
@@ -77,7 +79,7 @@ type ClassifyFunc func(resp *http.Response, err error, now time.Time) Outcome
 
 var _ ClassifyFunc = Classify
 
-// Classify is the default classifier, SPEC section 5's table:
+// Classify is the default classifier:
 //
 //	err is or wraps context.Canceled, *HookError, *ConfigError  → ClassAborted (Err: err)
 //	other err, no response                                      → ClassRetryable, NetError from NetworkErrorClass
@@ -125,7 +127,7 @@ func Classify(resp *http.Response, err error, now time.Time) Outcome {
 // replacement transport broke its contract.
 var errNoResponse = errors.New("uploader: no response and no error from the HTTP client")
 
-// IsRetryableStatus reports whether a status is worth retrying (SPEC section 5): 408, 410, 429,
+// IsRetryableStatus reports whether a status is worth retrying: 408, 410, 429,
 // 460, and 500–599 except 501 (Not Implemented), 505 (HTTP Version Not Supported) and 511
 // (Network Authentication Required), which will not change on their own.
 func IsRetryableStatus(code int) bool {
@@ -136,4 +138,60 @@ func IsRetryableStatus(code int) bool {
 		return false
 	}
 	return code >= 500 && code <= 599
+}
+
+// normalized is o as the worker routes it. A destination (or a replacement classifier) that
+// answers ClassRateLimited without a positive RetryAfter gets the counted path, as an unusable
+// Retry-After does; a retryable failure with neither a status nor a code is a network error
+// that may have reached the destination (maybe_sent); an unknown class is treated as rejected.
+func (o Outcome) normalized() Outcome {
+	if o.Class == ClassRateLimited && o.RetryAfter <= 0 {
+		o.Class = ClassRetryable
+	}
+	if o.Class == ClassRetryable && o.Status == 0 && o.NetError == "" && o.Code == "" {
+		o.NetError = MaybeSent
+	}
+	if o.Class < ClassSuccess || o.Class > ClassAborted {
+		o.Class = ClassRejected
+	}
+	return o
+}
+
+// code is the result's label in metrics, logs and status (AttemptInfo.Code,
+// UploadStats.LastResult): Code when set, else the HTTP status, the network error class, or
+// why nothing was sent ("hook_error", "config_error", "aborted").
+func (o Outcome) code() string {
+	switch {
+	case o.Code != "":
+		return o.Code
+	case o.Status != 0:
+		return strconv.Itoa(o.Status)
+	case o.NetError != "":
+		return string(o.NetError)
+	case o.Class == ClassAborted:
+		return abortedCode(o.Err)
+	}
+	return "error"
+}
+
+// describe says what the destination or the network answered, for logs and dead-letter
+// reasons.
+func (o Outcome) describe() string {
+	switch {
+	case o.Status != 0:
+		return (&StatusError{Status: o.Status, Body: o.Detail}).Error()
+	case o.NetError != "":
+		return fmt.Sprintf("%s network error: %v", o.NetError, o.Err)
+	case o.Err != nil:
+		return o.Err.Error()
+	}
+	return o.code()
+}
+
+// asError is the failure as an error value, for WaitingError.
+func (o Outcome) asError() error {
+	if o.Status != 0 {
+		return &StatusError{Status: o.Status, Body: o.Detail}
+	}
+	return o.Err
 }

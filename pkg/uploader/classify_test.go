@@ -22,7 +22,7 @@ func response(code int, retryAfter string) *http.Response {
 	return &http.Response{StatusCode: code, Header: h}
 }
 
-// specRetryable is SPEC section 5's list, written out independently of IsRetryableStatus.
+// specRetryable is the contract's list of retryable statuses, written out independently of IsRetryableStatus.
 func specRetryable(code int) bool {
 	switch code {
 	case 408, 410, 429, 460:
@@ -47,7 +47,7 @@ func TestIsRetryableStatus_EveryStatus(t *testing.T) {
 }
 
 // TestClassify_EveryStatus checks every status 100–599 with no Retry-After, a usable one, and
-// unusable ones, against the SPEC table.
+// unusable ones, against the classification table.
 func TestClassify_EveryStatus(t *testing.T) {
 	headers := []struct {
 		name   string

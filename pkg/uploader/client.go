@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
@@ -17,128 +15,102 @@ import (
 )
 
 // Client is the embeddable uploader: a durable queue on a data directory and the one worker
-// that drains it. It is safe for concurrent use.
+// that drains it to a destination. The Client is the intake (Enqueue) and the lifecycle (Open,
+// Flush, Close, Stats); the worker (worker.go) is the consumer side. It is safe for concurrent
+// use.
 type Client struct {
-	cfg        Config
-	q          *queue.Queue
-	hc         *http.Client
-	rb         *requestBuilder
-	enc        *encoder
-	classify   ClassifyFunc
-	clock      budget.Clock
-	rand       budget.RandFunc
-	log        *slog.Logger
-	hooks      Hooks
-	evOpts     event.Options
-	leaseBytes int // batch.max_bytes minus the envelope and commas: what Lease may take
+	cfg    Config
+	q      *queue.Queue
+	w      *worker
+	board  *board
+	log    *slog.Logger
+	hooks  Hooks
+	evOpts event.Options
+	intake sync.WaitGroup
 
-	wake      chan struct{} // buffered 1: new events, Flush, Close → worker
-	stop      chan struct{} // closed by Close
-	done      chan struct{} // closed when the worker has returned
-	runCtx    context.Context
-	cancelRun context.CancelFunc
-	flushing  atomic.Int32 // Flush calls in progress: ignore batch.interval
-	intake    sync.WaitGroup
-	ackr      *acker        // commits the worker's acks (pipeline.go)
-	acks      []*pendingAck // outstanding acks, oldest first; worker goroutine only
-	ackFault  func() error  // options.ackFault
-
-	mu       sync.Mutex // guards the fields below
-	closed   bool
-	closeCtx context.Context
-	state    workerState
-	changed  chan struct{} // closed and replaced when state changes
-	counters Counters
+	mu     sync.Mutex // guards closed
+	closed bool
 }
 
 // Open validates cfg (after filling zero values with defaults), opens the queue in
 // cfg.DataDir and starts the worker. Close must be called to stop it and release the data
 // directory.
 func Open(cfg Config, opts ...Option) (*Client, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Client{
-		cfg:      cfg,
-		rb:       newRequestBuilder(cfg.Upload, o.hook),
-		enc:      newEncoder(cfg.Upload.Gzip),
-		classify: o.classify,
-		clock:    o.clock,
-		rand:     o.rand,
-		log:      o.logger,
-		hooks:    o.hooks,
-		ackFault: o.ackFault,
-		wake:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-		changed:  make(chan struct{}),
-	}
-	if c.classify == nil {
-		c.classify = Classify
-	}
-	if c.clock == nil {
-		c.clock = budget.System
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
-	c.evOpts = event.Options{Limits: event.Limits{MaxEventBytes: cfg.Limits.MaxEventBytes}}
-	c.leaseBytes = max(cfg.Batch.MaxBytes-envelopeBytes-cfg.Batch.MaxEvents, cfg.Limits.MaxEventBytes)
-	hc, err := buildHTTPClient(cfg.Upload, o)
-	if err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		if o.destination != nil {
+			_ = o.destination.Close()
+		}
 		return nil, err
 	}
-	c.hc = hc
-	q, err := queue.Open(cfg.DataDir, c.queueConfig())
+	if o.clock == nil {
+		o.clock = budget.System
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	dest := o.destination
+	if dest == nil {
+		d, err := newHTTPDestination(cfg.Upload, o, o.clock, o.logger)
+		if err != nil {
+			return nil, err
+		}
+		dest = d
+	}
+	c := &Client{
+		cfg:    cfg,
+		board:  newBoard(),
+		log:    o.logger,
+		hooks:  o.hooks,
+		evOpts: event.Options{Limits: event.Limits{MaxEventBytes: cfg.Limits.MaxEventBytes}},
+	}
+	q, err := queue.Open(cfg.DataDir, queueConfig(cfg, o))
 	if err != nil {
+		_ = dest.Close()
 		return nil, fmt.Errorf("uploader: %w", err) // queue.Open says "open queue: …"
 	}
 	c.q = q
-	c.runCtx, c.cancelRun = context.WithCancel(context.Background())
-	c.state.Path = PathNone
-	go c.forwardNotify()
-	go c.run()
+	c.w = &worker{
+		cfg:        cfg,
+		q:          q,
+		dest:       dest,
+		clock:      o.clock,
+		rand:       o.rand,
+		log:        o.logger,
+		hooks:      o.hooks,
+		board:      c.board,
+		leaseBytes: max(cfg.Batch.MaxBytes-envelopeBytes-cfg.Batch.MaxEvents, cfg.Limits.MaxEventBytes),
+		ackFault:   o.ackFault,
+	}
+	c.w.prep, _ = dest.(preparer)
+	c.w.start()
 	return c, nil
 }
 
-// buildHTTPClient applies WithHTTPClient/WithTransport and the redirect policy.
-func buildHTTPClient(cfg UploadConfig, o options) (*http.Client, error) {
-	var hc *http.Client
-	switch {
-	case o.httpClient != nil:
-		cp := *o.httpClient
-		hc = &cp
-	case o.transport != nil:
-		hc = &http.Client{Transport: o.transport}
-	default:
-		var err error
-		if hc, err = newHTTPClient(cfg); err != nil {
-			return nil, err
-		}
+// queueConfig is the queue's part of cfg.
+func queueConfig(cfg Config, o options) queue.Config {
+	var now func() time.Time // nil: the queue's own default
+	if o.clock != nil {
+		now = o.clock.Now
 	}
-	hc.CheckRedirect = checkRedirect
-	return hc, nil
-}
-
-func (c *Client) queueConfig() queue.Config {
 	return queue.Config{
-		MaxBytes:     c.cfg.Queue.MaxBytes,
-		WhenFull:     queue.WhenFull(c.cfg.Queue.WhenFull),
-		NoSync:       c.cfg.Queue.Sync == "none",
-		DeadMaxBytes: c.cfg.Dead.MaxBytes,
-		Logger:       c.log,
-		OnCommit:     c.hooks.OnCommit,
-		OnDrop:       c.hooks.OnDrop,
-		Now:          c.clock.Now,
+		MaxBytes:     cfg.Queue.MaxBytes,
+		WhenFull:     queue.WhenFull(cfg.Queue.WhenFull),
+		NoSync:       cfg.Queue.Sync == "none",
+		DeadMaxBytes: cfg.Dead.MaxBytes,
+		Logger:       o.logger,
+		OnCommit:     o.hooks.OnCommit,
+		OnDrop:       o.hooks.OnDrop,
+		OnCorrupt:    o.hooks.OnCorrupt,
+		Now:          now,
 	}
 }
 
-// Enqueue validates and normalises events (SPEC section 2) and stores them durably; it
+// Enqueue validates and normalises events (pkg/event: messageId, timestamp, context.library) and stores them durably; it
 // returns after the commit (and fsync with queue.sync: always). Each event is a
 // map[string]any (or any value encoding/json turns into an object), a []byte, a string or a
 // json.RawMessage of one JSON object. It is all or nothing: one bad event (an *event.Error
@@ -179,13 +151,11 @@ func (c *Client) EnqueueNormalized(ctx context.Context, events ...[]byte) error 
 	if err := c.q.Enqueue(ctx, events...); err != nil {
 		return fmt.Errorf("uploader: enqueue: %w", err)
 	}
-	c.mu.Lock()
-	c.counters.EventsEnqueued += int64(len(events))
-	c.mu.Unlock()
+	c.board.count(func(ctr *Counters) { ctr.EventsEnqueued += int64(len(events)) })
 	if c.hooks.OnEnqueued != nil {
 		c.hooks.OnEnqueued(len(events))
 	}
-	c.signal()
+	c.w.signal()
 	return nil
 }
 
@@ -220,32 +190,6 @@ func withIndex(err error, i int) error {
 	return fmt.Errorf("event %d: %w", i, err)
 }
 
-// signal wakes the worker if it is idle or waiting for the batch interval.
-func (c *Client) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-// forwardNotify turns the queue's arrival signal (events enqueued by anyone, dead letters
-// replayed) into worker wake-ups until Close.
-func (c *Client) forwardNotify() {
-	for {
-		select {
-		case <-c.q.Notify():
-			c.signal()
-		case <-c.stop:
-			return
-		}
-	}
-}
-
-// Queue returns the underlying queue, for dead-letter management (DeadList, DeadGet,
-// DeadReplay, DeadPurge) and inspection. Do not Lease, Ack or Close it: the worker owns the
-// consumer side and Close closes it.
-func (c *Client) Queue() *queue.Queue { return c.q }
-
 // Flush asks the worker to upload now, ignoring batch.interval, and waits. It returns nil
 // when the queue is empty, ctx's error when ctx ends first, a *WaitingError when the worker
 // waits on a retry budget (the queue will not empty before its Until), the *HookError or
@@ -257,13 +201,11 @@ func (c *Client) Flush(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	c.flushing.Add(1)
-	defer c.flushing.Add(-1)
-	c.signal()
+	c.w.flushing.Add(1)
+	defer c.w.flushing.Add(-1)
+	c.w.signal()
 	for {
-		c.mu.Lock()
-		st, ch := c.state, c.changed
-		c.mu.Unlock()
+		st, ch, _ := c.board.read()
 		switch {
 		case st.Path != PathNone:
 			return &WaitingError{Path: st.Path, Until: st.WaitingUntil, Err: st.WaitErr}
@@ -274,7 +216,7 @@ func (c *Client) Flush(ctx context.Context) error {
 		}
 		select {
 		case <-ch:
-		case <-c.done:
+		case <-c.w.done:
 			return ErrClosed
 		case <-ctx.Done():
 			return ctx.Err()
@@ -294,14 +236,9 @@ func (c *Client) Close(ctx context.Context) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	c.closed, c.closeCtx = true, ctx
+	c.closed = true
 	c.mu.Unlock()
-	close(c.stop) // cuts retry waits and pauses short
-	c.signal()    // cuts an interval wait short
-	stopCancel := context.AfterFunc(ctx, c.cancelRun)
-	defer stopCancel()
-	<-c.done
-	c.cancelRun()
+	c.w.stopWith(ctx)
 	intakeDone := make(chan struct{})
 	go func() { c.intake.Wait(); close(intakeDone) }()
 	select {
@@ -311,40 +248,15 @@ func (c *Client) Close(ctx context.Context) error {
 	if n := c.queued(); n > 0 {
 		c.log.Info("events left on disk for the next start", "events", n)
 	}
+	destErr := c.w.dest.Close()
 	if err := c.q.Close(); err != nil {
 		return fmt.Errorf("uploader: close queue: %w", err)
 	}
+	if destErr != nil {
+		return fmt.Errorf("uploader: close %s destination: %w", c.w.dest.Name(), destErr)
+	}
 	return nil
 }
-
-// stopping reports whether Close was called.
-func (c *Client) stopping() bool {
-	select {
-	case <-c.stop:
-		return true
-	default:
-		return false
-	}
-}
-
-// shutdownCtx returns Close's ctx; valid once stopping() is true.
-func (c *Client) shutdownCtx() context.Context {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closeCtx
-}
-
-// setState applies f to the worker state and wakes Flush callers.
-func (c *Client) setState(f func(*workerState)) {
-	c.mu.Lock()
-	f(&c.state)
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.mu.Unlock()
-}
-
-// now returns the client clock's time.
-func (c *Client) now() time.Time { return c.clock.Now() }
 
 // queued returns how many events are queued (from memory; no file stat).
 func (c *Client) queued() int64 {

@@ -12,7 +12,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/budget"
 )
 
-// Defaults of SPEC section 8 for the keys Config covers.
+// Defaults of the configuration keys Config covers.
 const (
 	DefaultDataDir         = "./outbox-data"
 	DefaultMaxEventBytes   = 32768
@@ -29,7 +29,7 @@ const (
 	DefaultDeadMaxBytes    = 256 << 20
 )
 
-// Config is the client's configuration. Each section and field maps 1:1 onto a key of SPEC
+// Config is the client's configuration. Each section and field maps 1:1 onto a configuration key
 // section 8 through its mapstructure tag, so the agent decodes it with viper unchanged.
 //
 // Start from DefaultConfig: the booleans upload.gzip and upload.split_rejected default to
@@ -85,7 +85,7 @@ type DeadConfig struct {
 	MaxBytes int64 `mapstructure:"max_bytes"` // dead-letter bytes kept; 0 → 256 MiB
 }
 
-// DefaultConfig returns every default of SPEC section 8.
+// DefaultConfig returns every default of the configuration keys.
 func DefaultConfig() Config {
 	c := Config{
 		Upload: UploadConfig{Gzip: true, SplitRejected: true},
@@ -206,7 +206,7 @@ func (c Config) Validate() error {
 }
 
 // reservedHeader says why name (compared case-insensitively) may not be set through
-// upload.headers, "" when it may. These headers are the wire contract of SPEC section 4, set by
+// upload.headers, "" when it may. These headers are the wire contract (docs/CONTRACT.md, "Wire format"), set by
 // outbox or by the HTTP client on every attempt; an override would either break the contract
 // (a first attempt carrying X-Retry-Count) or be dropped without a word.
 func reservedHeader(name string, writeKey bool) string {

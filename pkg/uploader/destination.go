@@ -40,4 +40,6 @@ type Batch struct {
 	// Retry is how many attempts of this batch came before this one (0 on its first), the
 	// HTTP destination's X-Retry-Count.
 	Retry int
+
+	pre any // a payload built ahead by a preparer destination, or nil
 }

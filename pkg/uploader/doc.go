@@ -1,7 +1,10 @@
 // Package uploader is outbox's embeddable client: a durable queue on a data directory (pkg/queue)
-// and one worker goroutine that drains it into batched HTTP POSTs to a Segment-compatible
-// collector, retrying through two budgets (pkg/budget) and dead-lettering what cannot be
-// delivered. The agent (pkg/agent) is this client behind an HTTP intake.
+// and one worker goroutine that drains it into batches for a destination — by default HTTP POSTs
+// to a Segment-compatible collector, or any Destination passed with WithDestination (pkg/kafka)
+// — retrying through two budgets (pkg/budget) and dead-lettering what cannot be delivered. The
+// Client is the intake and the lifecycle; the worker (worker.go, attempt.go, pipeline.go) is the
+// consumer side; a Destination only sends one batch and says what happened (an Outcome). The
+// agent (pkg/agent) is this client behind an HTTP intake.
 //
 // # Using it
 //
@@ -44,7 +47,7 @@
 // batch k is in flight, a helper goroutine leases the batch after it (queue.LeaseAfter: what
 // Lease will return once k has left the queue) and encodes and gzips its body; batch k+1 is
 // sent only after k was accepted or left the queue, so deliveries keep FIFO order and one
-// batch at most is in flight (SPEC: one worker drains the queue). A 2xx does not wait for its
+// batch at most is in flight (one worker drains the queue, so order is intake order). A 2xx does not wait for its
 // ack: the ack goes to an acker goroutine that commits acks in delivery order, the acks that
 // queued up during a commit together (queue.AckAll: one transaction, one fsync), while the
 // worker sends k+1; at most 8 are outstanding. As soon as an ack commits, the acker counts

@@ -12,7 +12,7 @@ import (
 )
 
 // benchEvents is the queue size each drain iteration empties. The full-size run (1,000,000
-// events, SPEC section 11) is the bench tool's job; this keeps `go test -bench` short.
+// events) is the bench tool's job; this keeps `go test -bench` short.
 const benchEvents = 20000
 
 // benchEvent returns a normalised-looking event of about 535 bytes. Its padding varies with

@@ -20,6 +20,10 @@ var ErrQueueFull = queue.ErrFull
 // pointless. It is queue.ErrTooLarge itself.
 var ErrTooLarge = queue.ErrTooLarge
 
+// ErrNotFound is returned (wrapped) by DeadLetters.Get for an unknown dead batch id. It is
+// queue.ErrNotFound itself.
+var ErrNotFound = queue.ErrNotFound
+
 // ErrInvalidConfig is wrapped by Config.Validate's error.
 var ErrInvalidConfig = errors.New("uploader: invalid configuration")
 

@@ -17,15 +17,16 @@ type RequestHook func(*http.Request) error
 type Option func(*options)
 
 type options struct {
-	httpClient *http.Client
-	transport  http.RoundTripper
-	hook       RequestHook
-	logger     *slog.Logger
-	clock      budget.Clock
-	classify   ClassifyFunc
-	rand       budget.RandFunc
-	hooks      Hooks
-	ackFault   func() error // white-box tests: an error fails an ack group before it reaches the queue
+	httpClient  *http.Client
+	transport   http.RoundTripper
+	hook        RequestHook
+	logger      *slog.Logger
+	clock       budget.Clock
+	classify    ClassifyFunc
+	rand        budget.RandFunc
+	hooks       Hooks
+	destination Destination
+	ackFault    func() error // white-box tests: an error fails an ack group before it reaches the queue
 }
 
 // WithHTTPClient sets the HTTP client. The uploader uses a shallow copy whose CheckRedirect is
@@ -54,3 +55,10 @@ func WithRand(f func() float64) Option { return func(o *options) { o.rand = f } 
 
 // WithHooks sets the callbacks.
 func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
+
+// WithDestination replaces the built-in HTTP destination: the worker delivers every batch to d
+// (for example a kafka.Destination from pkg/kafka) with the same queue, budgets, splits and
+// dead letters. The HTTP options (WithHTTPClient, WithTransport, WithRequestHook,
+// WithClassifier) and the upload.* keys of the HTTP destination are then not used. The
+// client closes d when it closes, and when Open fails.
+func WithDestination(d Destination) Option { return func(o *options) { o.destination = d } }

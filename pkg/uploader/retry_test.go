@@ -52,7 +52,7 @@ func TestRetry_500ElevenTimes_DeadLettersAfterExactly11Attempts(t *testing.T) {
 	if st.Dead.Batches != 1 || st.Dead.Events != 3 || st.Queue.Events != 0 {
 		t.Errorf("stats = %+v, want 1 dead batch of 3 and an empty queue", st)
 	}
-	list, err := c.Queue().DeadList()
+	list, err := c.DeadLetters().List()
 	if err != nil || len(list) != 1 || list[0].Info.Attempts != 11 || list[0].Info.Status != 500 {
 		t.Errorf("DeadList = %+v, %v", list, err)
 	}

@@ -64,11 +64,11 @@ func TestRoute_400_BisectsToDeliverTheGoodEventsAndDeadLetterTheBadOne(t *testin
 	if got := s.Stats().Events; got != 7 {
 		t.Errorf("sink accepted %d events, want 7", got)
 	}
-	list, _ := c.Queue().DeadList()
+	list, _ := c.DeadLetters().List()
 	if len(list) != 1 || list[0].Count != 1 {
 		t.Fatalf("dead letters = %+v, want one batch of one event", list)
 	}
-	got, err := c.Queue().DeadGet(list[0].ID)
+	got, err := c.DeadLetters().Get(list[0].ID)
 	if err != nil || len(got.Events) != 1 || !bytes.Contains(got.Events[0], []byte(`"m-5"`)) {
 		t.Errorf("dead batch = %q, %v; want event m-5", got.Events, err)
 	}
@@ -143,7 +143,7 @@ func TestRoute_401_DeadLettersWithTheReason(t *testing.T) {
 	if n := len(s.Requests()); n != 1 {
 		t.Errorf("sink saw %d requests, want 1", n)
 	}
-	list, _ := c.Queue().DeadList()
+	list, _ := c.DeadLetters().List()
 	if len(list) != 1 || list[0].Info.Status != 401 || list[0].Info.Reason == "" || len(list[0].Info.Body) == 0 {
 		t.Errorf("stored dead letter = %+v, want status 401, a reason and a body snippet", list)
 	}

@@ -1,12 +1,13 @@
 package uploader
 
 import (
+	"sync"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
-// Stats is a snapshot of the client, in the shape of SPEC section 7's /v1/status. Zero times
+// Stats is a snapshot of the client, in the shape of the agent's /v1/status. Zero times
 // mean "not known".
 type Stats struct {
 	Queue    QueueStats
@@ -44,6 +45,7 @@ type DeadStats struct {
 
 // UploadStats describes the last attempts.
 type UploadStats struct {
+	Destination  string    // the destination's kind: "http", "kafka"
 	LastAttempt  time.Time // when the last attempt ended
 	LastSuccess  time.Time // when the collector last accepted a batch
 	LastResult   string    // "200", "503", "maybe_sent", "hook_error", … of the last attempt
@@ -89,14 +91,49 @@ type workerState struct {
 	FailingSince time.Time
 }
 
+// board is what the worker publishes and the Client reads: the worker state (for Stats and
+// Flush) and the counters.
+type board struct {
+	mu       sync.Mutex // guards the fields below
+	state    workerState
+	changed  chan struct{} // closed and replaced when state changes
+	counters Counters
+}
+
+func newBoard() *board {
+	return &board{state: workerState{Path: PathNone}, changed: make(chan struct{})}
+}
+
+// set applies f to the worker state and wakes Flush callers.
+func (b *board) set(f func(*workerState)) {
+	b.mu.Lock()
+	f(&b.state)
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// count applies f to the counters.
+func (b *board) count(f func(*Counters)) {
+	b.mu.Lock()
+	f(&b.counters)
+	b.mu.Unlock()
+}
+
+// read returns the state, the channel closed at its next change, and the counters.
+func (b *board) read() (workerState, <-chan struct{}, Counters) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state, b.changed, b.counters
+}
+
 // Stats returns a snapshot of the queue, the dead letters, the worker and the counters.
 func (c *Client) Stats() Stats {
 	qs := c.q.Stats()
-	c.mu.Lock()
-	st, ctr := c.state, c.counters
-	c.mu.Unlock()
+	st, _, ctr := c.board.read()
 	s := Stats{
 		Upload: UploadStats{
+			Destination:  c.w.dest.Name(),
 			LastAttempt:  st.LastAttempt,
 			LastSuccess:  st.LastSuccess,
 			LastResult:   st.LastResult,
@@ -106,7 +143,7 @@ func (c *Client) Stats() Stats {
 		Store:    StoreStats{Sync: c.cfg.Queue.Sync},
 		Counters: ctr,
 	}
-	fillQueueStats(&s, qs, c.now())
+	fillQueueStats(&s, qs, c.w.clock.Now())
 	return s
 }
 

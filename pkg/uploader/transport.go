@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/outboxhq/outbox/internal/version"
 )
@@ -144,17 +143,16 @@ func (rb *requestBuilder) build(ctx context.Context, p []byte, retryCount int) (
 // send performs one attempt and consumes the response: it keeps a snippet,
 // drains at most drainBytes more so the connection can be reused, and closes
 // the body. resp is nil when err is not.
-func send(hc *http.Client, req *http.Request, trace *SendTrace) (*http.Response, []byte, time.Duration, error) {
-	start := time.Now()
+func send(hc *http.Client, req *http.Request, trace *SendTrace) (*http.Response, []byte, error) {
 	resp, err := hc.Do(req)
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			_ = resp.Body.Close()
 		}
-		return nil, nil, time.Since(start), trace.Wrap(err)
+		return nil, nil, trace.Wrap(err)
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
 	_ = resp.Body.Close()
-	return resp, snippet, time.Since(start), nil
+	return resp, snippet, nil
 }

@@ -1,32 +1,106 @@
 package uploader
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
-// run is the worker: the one goroutine that owns the consumer side of the queue. It waits
-// until a batch is due, leases it from the head, and drains from there (see drain): each batch
-// is delivered (with its retries, splits and dead letters) before the next is sent, while the
-// next one is leased and encoded beside it. It returns when Close was called and either the
-// queue is empty, a wait would outlast Close's deadline, or that deadline passed.
-func (c *Client) run() {
-	defer close(c.done)
-	c.startAcker()
-	defer c.stopAcker()
-	defer func() { _ = c.settle() }() // an ack failure is logged; the batch stays queued
-	bud := budget.New(c.cfg.Retry, c.clock, c.rand)
+// worker is the consumer side of the queue: the one goroutine that leases batches from the
+// head, sends them to the destination, waits as the retry budgets say, splits, dead-letters
+// and acks. The Client starts it at Open and stops it at Close; everything else it shares
+// with the Client goes through the board (state and counters, for Stats and Flush).
+type worker struct {
+	cfg        Config
+	q          *queue.Queue
+	dest       Destination
+	prep       preparer // dest, when it builds payloads ahead; else nil
+	clock      budget.Clock
+	rand       budget.RandFunc
+	log        *slog.Logger
+	hooks      Hooks
+	board      *board
+	leaseBytes int // batch.max_bytes minus the envelope and commas: what Lease may take
+
+	wake      chan struct{} // buffered 1: new events, Flush, Close → worker
+	stop      chan struct{} // closed by stopWith
+	done      chan struct{} // closed when run has returned
+	closeCtx  context.Context
+	runCtx    context.Context // cancelled at Close's deadline
+	cancelRun context.CancelFunc
+	flushing  atomic.Int32 // Flush calls in progress: ignore batch.interval
+
+	ackr     *acker        // commits the acks (pipeline.go)
+	acks     []*pendingAck // outstanding acks, oldest first; worker goroutine only
+	ackFault func() error  // options.ackFault
+}
+
+// start runs the worker and the forwarding of the queue's arrival signal until stopWith.
+func (w *worker) start() {
+	w.wake = make(chan struct{}, 1)
+	w.stop = make(chan struct{})
+	w.done = make(chan struct{})
+	w.runCtx, w.cancelRun = context.WithCancel(context.Background())
+	go w.forwardNotify()
+	go w.run()
+}
+
+// stopWith asks the worker to drain and exit, within ctx: it cuts retry waits and pauses
+// short at once, and the attempt in flight when ctx ends. It returns once the worker has.
+func (w *worker) stopWith(ctx context.Context) {
+	w.closeCtx = ctx // read by the worker only after it sees stop closed
+	close(w.stop)
+	w.signal()
+	stopCancel := context.AfterFunc(ctx, w.cancelRun)
+	defer stopCancel()
+	<-w.done
+	w.cancelRun()
+}
+
+// signal wakes the worker if it is idle or waiting for the batch interval.
+func (w *worker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// forwardNotify turns the queue's arrival signal (events enqueued by anyone, dead letters
+// replayed) into wake-ups until stopWith.
+func (w *worker) forwardNotify() {
 	for {
-		if !c.waitDue() {
+		select {
+		case <-w.q.Notify():
+			w.signal()
+		case <-w.stop:
 			return
 		}
-		b, err := c.q.Lease(c.cfg.Batch.MaxEvents, c.leaseBytes)
+	}
+}
+
+// run waits until a batch is due, leases it from the head, and drains from there (see drain):
+// each batch is delivered (with its retries, splits and dead letters) before the next is sent,
+// while the next one is leased and encoded beside it. It returns when Close was called and
+// either the queue is empty, a wait would outlast Close's deadline, or that deadline passed.
+func (w *worker) run() {
+	defer close(w.done)
+	w.startAcker()
+	defer w.stopAcker()
+	defer func() { _ = w.settle() }() // an ack failure is logged; the batch stays queued
+	bud := budget.New(w.cfg.Retry, w.clock, w.rand)
+	for {
+		if !w.waitDue() {
+			return
+		}
+		b, err := w.q.Lease(w.cfg.Batch.MaxEvents, w.leaseBytes)
 		if err != nil {
-			c.log.Error("lease a batch", "error", err)
-			if !c.pause(err) {
+			w.log.Error("lease a batch", "error", err)
+			if !w.pause(err) {
 				return
 			}
 			continue
@@ -34,37 +108,37 @@ func (c *Client) run() {
 		if b == nil || len(b.Events) == 0 {
 			continue
 		}
-		ok := c.drain(prepared{b: b}, bud)
-		err = c.settle()
-		c.setState(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
-		if !ok || (err != nil && !c.pause(err)) {
+		ok := w.drain(prepared{b: b}, bud)
+		err = w.settle()
+		w.board.set(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
+		if !ok || (err != nil && !w.pause(err)) {
 			return
 		}
 	}
 }
 
 // drain delivers p's batch and goes on with the batches after it while they are due. While a
-// batch is being delivered, the next one is leased (queue.LeaseAfter) and encoded beside it;
+// batch is being delivered, the next one is leased (queue.LeaseAfter) and prepared beside it;
 // it is sent only once the batch before it has left the queue (acked, or dead-lettered) or
 // has been accepted with its ack still committing (see settle), so deliveries stay in FIFO
 // order and one batch at most is in flight. drain returns with the last ack possibly
 // outstanding, true to go back to the head (the next batch is not due, or an ack failed and
 // the queue must be read again from its true head), false when the worker must exit.
-func (c *Client) drain(p prepared, bud *budget.Budget) bool {
-	c.setState(func(s *workerState) { s.Busy = true })
+func (w *worker) drain(p prepared, bud *budget.Budget) bool {
+	w.board.set(func(s *workerState) { s.Busy = true })
 	for {
-		next := c.startPrefetch(p.b)
-		res := c.deliver(p, bud)
+		next := w.startPrefetch(p.b)
+		res := w.deliver(p, bud)
 		if res != resDone {
-			next.discard()
+			w.discard(next)
 			return res == resRestart
 		}
 		n := next.wait()
 		if n.err != nil {
-			c.log.Warn("lease the next batch; going back to the head", "error", n.err)
+			w.log.Warn("lease the next batch; going back to the head", "error", n.err)
 		}
-		if n.err != nil || !c.dueNext(n) {
-			n.release()
+		if n.err != nil || !w.dueNext(n) {
+			w.releasePayload(n)
 			return true
 		}
 		p = n
@@ -74,34 +148,34 @@ func (c *Client) drain(p prepared, bud *budget.Budget) bool {
 // waitDue blocks until a batch is due: the queue holds batch.max_events or batch.max_bytes,
 // the oldest event is batch.interval old, a Flush is in progress, or Close was called. It
 // returns false when the worker should exit (Close was called and the queue is empty).
-func (c *Client) waitDue() bool {
+func (w *worker) waitDue() bool {
 	timerFired := false
 	for {
-		events, bytes, oldest := c.q.Pending()
+		events, bytes, oldest := w.q.Pending()
 		if events == 0 {
-			if c.stopping() {
+			if w.stopping() {
 				return false
 			}
 			timerFired = false
 			select { // idle: no timer, so a fake clock is not moved
-			case <-c.wake:
-			case <-c.stop:
+			case <-w.wake:
+			case <-w.stop:
 			}
 			continue
 		}
-		if timerFired || c.stopping() || c.flushing.Load() > 0 ||
-			events >= int64(c.cfg.Batch.MaxEvents) || bytes >= int64(c.leaseBytes) {
+		if timerFired || w.stopping() || w.flushing.Load() > 0 ||
+			events >= int64(w.cfg.Batch.MaxEvents) || bytes >= int64(w.leaseBytes) {
 			return true
 		}
 		// The queue stamps intake times with the client's clock, so the age is on it too.
-		wait := c.cfg.Batch.Interval
+		wait := w.cfg.Batch.Interval
 		if !oldest.IsZero() {
-			wait = min(max(c.cfg.Batch.Interval-c.now().Sub(oldest), 0), c.cfg.Batch.Interval)
+			wait = min(max(w.cfg.Batch.Interval-w.clock.Now().Sub(oldest), 0), w.cfg.Batch.Interval)
 		}
 		if wait == 0 {
 			return true
 		}
-		switch err := budget.Sleep(c.runCtx, c.clock, wait, c.wake); {
+		switch err := budget.Sleep(w.runCtx, w.clock, wait, w.wake); {
 		case err == nil:
 			timerFired = true
 		case errors.Is(err, budget.ErrWoken):
@@ -111,7 +185,7 @@ func (c *Client) waitDue() bool {
 	}
 }
 
-// What deliver and attemptUntilDone tell the worker.
+// What deliver tells drain.
 const (
 	resDone    = iota // the batch and its parts left the queue (or their acks are committing)
 	resRestart        // an ack failed: go back to the head of the queue
@@ -119,87 +193,82 @@ const (
 )
 
 // deliver sends p's batch until it and every part of it split off have left the queue (acked
-// or dead-lettered; the last ack may still be committing). Its body built ahead, if any, serves
-// its first attempt.
-func (c *Client) deliver(p prepared, bud *budget.Budget) int {
+// or dead-lettered; the last ack may still be committing). Its payload built ahead, if any,
+// serves its first attempt.
+func (w *worker) deliver(p prepared, bud *budget.Budget) int {
 	work := []*queue.Batch{p.b}
-	pre := p.body
+	pre := p.payload
 	for len(work) > 0 {
 		cur := work[0]
-		bud.Restore(fromQueueState(cur.Retry))
-		c.setState(func(s *workerState) { s.Attempt = bud.Attempts() })
-		next, res := c.attemptUntilDone(cur, bud, pre)
+		bud.Restore(cur.Retry)
+		w.board.set(func(s *workerState) { s.Attempt = bud.Attempts() })
+		parts, res := w.attemptUntilDone(cur, bud, pre)
 		pre = nil
 		bud.Reset()
 		if res != resDone {
 			return res
 		}
-		work = append(next, work[1:]...)
+		work = append(parts, work[1:]...)
 	}
 	return resDone
 }
 
 // attemptUntilDone sends one batch, waiting between attempts as its budget says, until it
 // leaves the queue (nil parts) or is split (its two halves, to be sent in order). pre, when not
-// nil, is a body built ahead for the first attempt.
-func (c *Client) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre *body) (parts []*queue.Batch, res int) {
-	t := &tracker{first: c.now()}
+// nil, is a payload built ahead for the first attempt.
+func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any) (parts []*queue.Batch, res int) {
+	first := w.clock.Now()
 	for {
-		act := c.attempt(b, bud, t, pre)
+		next := w.attempt(b, bud, first, pre)
 		pre = nil
-		switch act.kind {
-		case actDone:
+		switch next.kind {
+		case nextDone:
 			return nil, resDone
-		case actSplit:
+		case nextSplit:
 			h1, h2 := b.Split()
 			return []*queue.Batch{h1, h2}, resDone
-		case actWait:
-			if !c.retryWait(act) {
+		case nextWait:
+			if !w.retryWait(next) {
 				return nil, resStop
 			}
-		case actPause:
-			if !c.pause(act.err) {
+		case nextPause:
+			if !w.pause(next.err) {
 				return nil, resStop
 			}
-		case actRestart:
-			if !c.pause(act.err) {
+		case nextRestart:
+			if !w.pause(next.err) {
 				return nil, resStop
 			}
 			return nil, resRestart
-		case actStop:
+		case nextStop:
 			return nil, resStop
 		}
 	}
 }
 
-// tracker keeps what a dead letter needs across a batch's attempts.
-type tracker struct {
-	first time.Time
-}
-
-// pause holds the worker after a failure that is neither the collector's nor the network's
+// pause holds the worker after a failure that is neither the destination's nor the network's
 // (a request hook error, a configuration error, a store error): no budget is spent, the batch
 // stays queued, and the worker tries again after batch.interval, at once after Close (to exit).
-func (c *Client) pause(err error) bool {
-	c.setState(func(s *workerState) { s.Paused = err })
-	defer c.setState(func(s *workerState) { s.Paused = nil })
-	if c.stopping() {
+func (w *worker) pause(err error) bool {
+	w.board.set(func(s *workerState) { s.Paused = err })
+	defer w.board.set(func(s *workerState) { s.Paused = nil })
+	if w.stopping() {
 		return false
 	}
-	return budget.Sleep(c.runCtx, c.clock, c.cfg.Batch.Interval, c.stop) == nil
+	return budget.Sleep(w.runCtx, w.clock, w.cfg.Batch.Interval, w.stop) == nil
 }
 
 // retryWait waits before the next attempt of the head batch. After Close it waits only what
 // is left of the wait, and only when that ends before Close's deadline; otherwise the worker
 // exits and the batch stays on disk with its retry state.
-func (c *Client) retryWait(a action) bool {
-	until := c.now().Add(a.wait)
-	c.setState(func(s *workerState) {
-		s.Path, s.WaitingUntil, s.WaitErr = a.path, until, a.err
+func (w *worker) retryWait(n next) bool {
+	until := w.clock.Now().Add(n.wait)
+	w.board.set(func(s *workerState) {
+		s.Path, s.WaitingUntil, s.WaitErr = n.path, until, n.err
 	})
-	defer c.setState(func(s *workerState) { s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil })
-	if !c.stopping() {
-		err := budget.Sleep(c.runCtx, c.clock, a.wait, c.stop)
+	defer w.board.set(func(s *workerState) { s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil })
+	if !w.stopping() {
+		err := budget.Sleep(w.runCtx, w.clock, n.wait, w.stop)
 		if err == nil {
 			return true
 		}
@@ -207,12 +276,21 @@ func (c *Client) retryWait(a action) bool {
 			return false
 		}
 	}
-	left := until.Sub(c.now())
-	err := budget.Sleep(c.shutdownCtx(), c.clock, left, nil)
-	if err != nil {
-		c.log.Info("retry wait not finished before the close deadline; batch left on disk",
-			"path", a.path, "wait_left", left.String())
+	left := until.Sub(w.clock.Now())
+	if err := budget.Sleep(w.closeCtx, w.clock, left, nil); err != nil {
+		w.log.Info("retry wait not finished before the close deadline; batch left on disk",
+			"path", n.path, "wait_left", left.String())
 		return false
 	}
-	return c.runCtx.Err() == nil
+	return w.runCtx.Err() == nil
+}
+
+// stopping reports whether Close was called.
+func (w *worker) stopping() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
 }

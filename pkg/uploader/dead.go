@@ -1,0 +1,58 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/outboxhq/outbox/pkg/queue"
+)
+
+// DeadBatch is one dead-letter batch: its ID, when and why it was dead-lettered (Info), its
+// size, and its events when read one at a time (DeadLetters.Get).
+type DeadBatch = queue.DeadBatch
+
+// DeadLetters manages the dead letters of a data directory: the batches the destination
+// rejected for good or whose retry budget ran out, each with its reason. Replay moves batches
+// back to the tail of the queue; Purge deletes them.
+type DeadLetters struct {
+	q *queue.Queue
+}
+
+// DeadLetters returns the dead-letter management of the client's queue.
+func (c *Client) DeadLetters() *DeadLetters { return &DeadLetters{q: c.q} }
+
+// List returns every dead batch, oldest first, without its events.
+func (d *DeadLetters) List() ([]DeadBatch, error) {
+	list, err := d.q.DeadList()
+	return list, closedAsErrClosed(err)
+}
+
+// Get returns one dead batch with its events; an unknown id is ErrNotFound.
+func (d *DeadLetters) Get(id string) (DeadBatch, error) {
+	b, err := d.q.DeadGet(id)
+	return b, closedAsErrClosed(err)
+}
+
+// Replay moves dead batches (every one when ids is empty) back to the tail of the queue, oldest
+// first, in one transaction, and returns how many events it re-queued. When they do not fit in
+// queue.max_bytes now it returns ErrQueueFull, when they exceed it together ErrTooLarge; nothing
+// moves then.
+func (d *DeadLetters) Replay(ctx context.Context, ids ...string) (int, error) {
+	n, err := d.q.DeadReplay(ctx, ids...)
+	return n, closedAsErrClosed(err)
+}
+
+// Purge deletes dead batches (every one when ids is empty) and returns how many it deleted.
+func (d *DeadLetters) Purge(ctx context.Context, ids ...string) (int, error) {
+	n, err := d.q.DeadPurge(ctx, ids...)
+	return n, closedAsErrClosed(err)
+}
+
+// closedAsErrClosed reports a closed queue (the client was closed) as ErrClosed.
+func closedAsErrClosed(err error) error {
+	if errors.Is(err, queue.ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}

@@ -1,0 +1,108 @@
+package uploader_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+// scripted is a destination that answers each Send with the next outcome of its script (then
+// success) and keeps the messageIds of the batches it accepted: the contract a destination
+// other than HTTP (pkg/kafka) is held to, seen from the worker's side.
+type scripted struct {
+	mu       sync.Mutex
+	script   []uploader.Outcome
+	retries  []int    // Batch.Retry of every Send
+	accepted [][]byte // events of accepted batches
+	closed   bool
+}
+
+func (d *scripted) Name() string { return "scripted" }
+
+func (d *scripted) Send(_ context.Context, b uploader.Batch) uploader.Outcome {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.retries = append(d.retries, b.Retry)
+	o := uploader.Outcome{Class: uploader.ClassSuccess}
+	if len(d.script) > 0 {
+		o, d.script = d.script[0], d.script[1:]
+	}
+	if o.Class == uploader.ClassSuccess {
+		for _, e := range b.Events {
+			d.accepted = append(d.accepted, slices.Clone(e))
+		}
+	}
+	return o
+}
+
+func (d *scripted) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	return nil
+}
+
+func TestWithDestination_RoutesOutcomesOntoTheBudgetsAndDeadLetters(t *testing.T) {
+	tests := []struct {
+		name       string
+		script     []uploader.Outcome
+		wantDead   int    // events dead-lettered
+		wantReason string // in the dead letter's reason
+		wantRetry  []int  // Batch.Retry of each Send
+	}{
+		{name: "a retryable failure with a code is retried with the count, then delivered",
+			script:    []uploader.Outcome{{Class: uploader.ClassRetryable, Code: "NOT_LEADER_FOR_PARTITION"}},
+			wantRetry: []int{0, 1}},
+		{name: "a rate limit with a wait is retried, then delivered",
+			script:    []uploader.Outcome{{Class: uploader.ClassRateLimited, RetryAfter: 1e9, Code: "throttled"}},
+			wantRetry: []int{0, 1}},
+		{name: "too large splits the batch and delivers both halves",
+			script:    []uploader.Outcome{{Class: uploader.ClassTooLarge, Code: "MESSAGE_TOO_LARGE"}},
+			wantRetry: []int{0, 0, 0}},
+		{name: "a rejection without a status dead-letters the batch with the destination's error",
+			script: []uploader.Outcome{{Class: uploader.ClassRejected, Code: "TOPIC_AUTHORIZATION_FAILED",
+				Err: errors.New("TOPIC_AUTHORIZATION_FAILED: not authorized"), Detail: []byte("TOPIC_AUTHORIZATION_FAILED")}},
+			wantDead: 4, wantReason: "TOPIC_AUTHORIZATION_FAILED", wantRetry: []int{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &scripted{script: tt.script}
+			cfg := testConfig(t.TempDir(), "http://127.0.0.1:1/unused")
+			c := open(t, cfg, uploader.WithDestination(d), uploader.WithClock(autoClock()))
+			enqueue(t, c, 0, 4)
+			settle(t, c)
+			st := c.Stats()
+			if st.Upload.Destination != "scripted" {
+				t.Errorf("Stats().Upload.Destination = %q, want the destination's name", st.Upload.Destination)
+			}
+			d.mu.Lock()
+			delivered, retries := len(d.accepted), slices.Clone(d.retries)
+			d.mu.Unlock()
+			if delivered != 4-tt.wantDead || st.Counters.EventsDead != int64(tt.wantDead) {
+				t.Errorf("delivered %d, dead %d; want %d and %d", delivered, st.Counters.EventsDead, 4-tt.wantDead, tt.wantDead)
+			}
+			if !slices.Equal(retries, tt.wantRetry) {
+				t.Errorf("Batch.Retry of the sends = %v, want %v", retries, tt.wantRetry)
+			}
+			if tt.wantDead > 0 {
+				list, err := c.DeadLetters().List()
+				if err != nil || len(list) != 1 || !strings.Contains(list[0].Info.Reason, tt.wantReason) {
+					t.Fatalf("dead letters = %+v, %v; want one whose reason names %q", list, err, tt.wantReason)
+				}
+			}
+			if err := c.Close(waitCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if !d.closed {
+				t.Error("Close did not close the destination")
+			}
+		})
+	}
+}
