@@ -22,11 +22,11 @@ type attemptState struct {
 	left atomic.Int64
 	done chan struct{} // closed when every record has its answer
 
-	written   atomic.Bool  // a produce request was written to a broker during the attempt
+	written   atomic.Bool // a produce request was written to a broker during the attempt
 	authOnce  sync.Once
 	authFail  chan struct{} // closed when a connection failed SASL authentication
 	authErr   error         // that failure; read after authFail is closed
-	throttled atomic.Int64 // the longest throttle the cluster asked for during it, ns
+	throttled atomic.Int64  // the longest throttle the cluster asked for during it, ns
 
 	mu     sync.Mutex
 	failed int   // records that failed
@@ -96,8 +96,12 @@ func (st *attemptState) refused(err error) {
 // authOutcome is the outcome of an attempt whose credentials the cluster refused: our
 // configuration, not the batch's fault, so nothing is dead-lettered and no budget is spent.
 func authOutcome(err error, written bool) uploader.Outcome {
+	code := kerrName(err)
+	if code == "" {
+		code = "sasl_refused" // the broker hung up instead of answering with an error code
+	}
 	return uploader.Outcome{
-		Class: uploader.ClassAborted, Code: kerrName(err), Written: written,
+		Class: uploader.ClassAborted, Code: code, Written: written,
 		Err: &uploader.ConfigError{Key: "upload.kafka.sasl", Err: fmt.Errorf(
 			"the cluster refused our SASL credentials (%w); check upload.kafka.sasl.mechanism, username and password", err)},
 	}
@@ -219,18 +223,17 @@ func (h hooks) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Du
 	if err == nil || (key != int16(kmsg.SASLAuthenticate) && key != int16(kmsg.SASLHandshake)) {
 		return
 	}
-	if st := h.d.attempt.Load(); st != nil {
-		st.refused(fmt.Errorf("%w: %w", errSASLClosed, err))
-	}
+	h.d.refused(fmt.Errorf("%w: %w", errSASLClosed, err))
 }
 
-// OnBrokerConnect ends the attempt when the cluster refused our SASL credentials.
+// OnBrokerConnect ends the attempt when the cluster refused our SASL credentials, and
+// forgets a refusal once a connection gets through.
 func (h hooks) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
-	if err == nil || !isAuthError(err) {
-		return
-	}
-	if st := h.d.attempt.Load(); st != nil {
-		st.refused(err)
+	switch {
+	case err == nil:
+		h.d.authErr.Store(nil)
+	case isAuthError(err):
+		h.d.refused(err)
 	}
 }
 
@@ -260,7 +263,9 @@ func (h hooks) OnBrokerThrottle(_ kgo.BrokerMetadata, interval time.Duration, _ 
 
 // kgoLogger passes kgo's warnings and errors to the destination's logger, at debug: the
 // outcome of each attempt is what the worker logs; kgo's own lines are detail.
-type kgoLogger struct{ log interface{ Debug(string, ...any) } }
+type kgoLogger struct {
+	log interface{ Debug(string, ...any) }
+}
 
 func (l kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
 

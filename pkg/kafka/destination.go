@@ -41,6 +41,32 @@ type Destination struct {
 	closeErr  error
 
 	lastAbort atomic.Pointer[string] // the last configuration error logged, to log each once
+	authErr   atomic.Pointer[error]  // the cluster's refusal of our credentials, until a login works
+}
+
+// refused records that a connection failed SASL authentication and ends the attempt in
+// progress: no retry with the same credentials can succeed. It is kept (kgo may fail later
+// records with a plain EOF of the same refusal, between attempts) until a connection gets
+// through.
+func (d *Destination) refused(err error) {
+	d.authErr.Store(&err)
+	if st := d.attempt.Load(); st != nil {
+		st.refused(err)
+	}
+}
+
+// orRefused turns a transient outcome into the refusal of our credentials when that is what
+// the cluster last said.
+func (d *Destination) orRefused(o uploader.Outcome) uploader.Outcome {
+	if o.Class != uploader.ClassRetryable && o.Class != uploader.ClassRateLimited {
+		return o
+	}
+	if p := d.authErr.Load(); p != nil {
+		a := authOutcome(*p, o.Written)
+		a.Bytes = o.Bytes
+		return a
+	}
+	return o
 }
 
 var _ uploader.Destination = (*Destination)(nil)
@@ -200,10 +226,11 @@ func (d *Destination) Send(ctx context.Context, b uploader.Batch) uploader.Outco
 	case <-ctx.Done():
 		o := cutShort(ctx, st)
 		o.Bytes = size
-		return o
+		return d.orRefused(o)
 	}
 	o := st.outcome(ctx)
 	o.Bytes = size
+	o = d.orRefused(o)
 	if o.Class == uploader.ClassAborted && ctx.Err() == nil {
 		d.logAbort(o.Err)
 	} else if o.Class == uploader.ClassSuccess {
