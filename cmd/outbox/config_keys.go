@@ -48,6 +48,8 @@ type UploadConfig struct {
 	Headers       map[string]string // Authorization-like values are secret
 	CAFile        string
 	SplitRejected bool
+	Destination   string      // http | kafka
+	Kafka         KafkaConfig // upload.kafka.*, used when Destination is kafka (destination.go)
 }
 
 // BatchConfig is the batch.* section.
@@ -143,6 +145,29 @@ var keys = []keyDef{
 		help: "PEM file of CA certificates to trust for the endpoint; empty = system roots"},
 	{key: "upload.split_rejected", kind: kindBool, def: "true", field: func(c *Config) any { return &c.Upload.SplitRejected },
 		help: "split a batch rejected with 400/413/422 in half to isolate bad events"},
+	// The destination, and the keys of the Kafka one (destination.go builds it).
+	{key: "upload.destination", kind: kindString, def: "http", enum: []string{"http", "kafka"}, field: func(c *Config) any { return &c.Upload.Destination },
+		help: "http (POST batches to upload.endpoint) or kafka (produce each event to upload.kafka.topic)"},
+	{key: "upload.kafka.brokers", kind: kindList, def: "[]", field: func(c *Config) any { return &c.Upload.Kafka.Brokers },
+		help: "Kafka seed brokers as host:port; required with upload.destination: kafka"},
+	{key: "upload.kafka.topic", kind: kindString, def: "", field: func(c *Config) any { return &c.Upload.Kafka.Topic },
+		help: "topic every event is produced to; required with upload.destination: kafka"},
+	{key: "upload.kafka.key", kind: kindString, def: "messageId", enum: []string{"messageId", "userId", "none"}, field: func(c *Config) any { return &c.Upload.Kafka.Key },
+		help: "record key: messageId (consumers deduplicate on it), userId (else anonymousId; per-user order) or none"},
+	{key: "upload.kafka.compression", kind: kindString, def: "snappy", enum: []string{"none", "gzip", "snappy", "lz4", "zstd"}, field: func(c *Config) any { return &c.Upload.Kafka.Compression },
+		help: "record batch compression: none, gzip, snappy, lz4 or zstd"},
+	{key: "upload.kafka.client_id", kind: kindString, def: "outbox", field: func(c *Config) any { return &c.Upload.Kafka.ClientID },
+		help: "client.id the brokers see (quotas, logs)"},
+	{key: "upload.kafka.tls", kind: kindBool, def: "false", field: func(c *Config) any { return &c.Upload.Kafka.TLS },
+		help: "connect to the brokers with TLS"},
+	{key: "upload.kafka.ca_file", kind: kindString, def: "", field: func(c *Config) any { return &c.Upload.Kafka.CAFile },
+		help: "PEM file of CA certificates to trust for the brokers (needs upload.kafka.tls); empty = system roots"},
+	{key: "upload.kafka.sasl.mechanism", kind: kindString, def: "", field: func(c *Config) any { return &c.Upload.Kafka.SASL.Mechanism },
+		help: "SASL mechanism: plain, scram-sha-256 or scram-sha-512; empty = no SASL"},
+	{key: "upload.kafka.sasl.username", kind: kindString, def: "", field: func(c *Config) any { return &c.Upload.Kafka.SASL.Username },
+		help: "SASL username"},
+	{key: "upload.kafka.sasl.password", kind: kindString, def: "", secret: true, field: func(c *Config) any { return &c.Upload.Kafka.SASL.Password },
+		help: "SASL password; set it with OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD"},
 	{key: "batch.max_events", kind: kindInt, def: "500", min: 1, field: func(c *Config) any { return &c.Batch.MaxEvents },
 		help: "send when this many events wait"},
 	{key: "batch.max_bytes", kind: kindSize, def: "500000", min: 1, field: func(c *Config) any { return &c.Batch.MaxBytes },

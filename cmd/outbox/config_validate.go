@@ -61,6 +61,9 @@ func (lc *loadedConfig) validate() error {
 			return keyError("upload.headers", lc.Sources["upload.headers"], fmt.Errorf("%q is not a valid header name", name))
 		}
 	}
+	if err := lc.validateDestination(); err != nil {
+		return err
+	}
 	// The packages' own rules, on exactly the configurations `outbox run` passes them.
 	if err := c.uploaderConfig().Validate(); err != nil {
 		return lc.packageError(err, uploader.ErrInvalidConfig.Error()+": ")
