@@ -38,7 +38,7 @@ func (a *app) newAgentClient(cmd *cobra.Command, agentURL string) (*agentClient,
 	}
 	base := agentURL
 	if base == "" {
-		host := lc.Config.Ingest.Listen
+		host := lc.Config.Agent.Listen
 		if strings.HasPrefix(host, ":") || strings.HasPrefix(host, "0.0.0.0:") || strings.HasPrefix(host, "[::]:") {
 			host = "127.0.0.1" + host[strings.LastIndex(host, ":"):]
 		}
@@ -48,9 +48,9 @@ func (a *app) newAgentClient(cmd *cobra.Command, agentURL string) (*agentClient,
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, nil, usageErrorf("--agent %q is not an http(s) URL (e.g. http://127.0.0.1:8089)", agentURL)
 	}
-	c := &agentClient{base: strings.TrimRight(base, "/"), token: lc.Config.Ingest.Token, hc: &http.Client{}}
-	if len(lc.Config.Ingest.WriteKeys) > 0 {
-		c.key = lc.Config.Ingest.WriteKeys[0]
+	c := &agentClient{base: strings.TrimRight(base, "/"), token: lc.Config.Agent.Token, hc: &http.Client{}}
+	if len(lc.Config.Agent.WriteKeys) > 0 {
+		c.key = lc.Config.Agent.WriteKeys[0]
 	}
 	return c, lc, nil
 }

@@ -60,12 +60,9 @@ func envName(key string) string {
 // ones before), then validates the result. Every error names the key and the source of the bad
 // value and is a usageError (exit code 2).
 func loadConfig(in configInput) (*loadedConfig, error) {
-	lc := &loadedConfig{Sources: make(map[string]Source, len(keys))}
+	lc := &loadedConfig{Config: defaultConfig(), Sources: make(map[string]Source, len(keys))}
 	for i := range keys {
-		d := &keys[i]
-		if err := lc.set(d, d.def, Source{Kind: "default"}); err != nil {
-			return nil, err
-		}
+		lc.Sources[keys[i].key] = Source{Kind: "default"}
 	}
 	if err := lc.readFile(in.File); err != nil {
 		return nil, err
@@ -95,6 +92,8 @@ func (lc *loadedConfig) set(d *keyDef, raw any, src Source) error {
 		*p = v.(bool)
 	case *int64:
 		*p = v.(int64)
+	case *int:
+		*p = int(v.(int64))
 	case *time.Duration:
 		*p = v.(time.Duration)
 	case *[]string:

@@ -15,8 +15,9 @@ const redacted = "<redacted>"
 
 func newConfigCommand(a *app) *cobra.Command {
 	var keyList strings.Builder
+	def := defaultConfig()
 	for i := range keys {
-		fmt.Fprintf(&keyList, "  %-30s %s (default %s)\n", keys[i].key, keys[i].help, orDash(keys[i].def))
+		fmt.Fprintf(&keyList, "  %-30s %s (default %s)\n", keys[i].key, keys[i].help, displayValue(&keys[i], &def))
 	}
 	return &cobra.Command{
 		Use:   "config",
@@ -83,6 +84,11 @@ func displayValue(d *keyDef, c *Config) string {
 			return formatSize(*v)
 		}
 		return strconv.FormatInt(*v, 10)
+	case *int:
+		if d.kind == kindSize {
+			return formatSize(int64(*v))
+		}
+		return strconv.Itoa(*v)
 	case *time.Duration:
 		return v.String()
 	case *[]string:

@@ -6,49 +6,21 @@ import (
 	"net/url"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
-// uploaderConfig maps the effective configuration onto the embeddable client's.
-func (c *Config) uploaderConfig() uploader.Config {
-	u := uploader.DefaultConfig()
-	u.DataDir = c.DataDir
-	u.Limits = uploader.LimitsConfig{MaxEventBytes: int(c.Limits.MaxEventBytes), MaxRequestBytes: int(c.Limits.MaxRequestBytes)}
-	u.Upload = uploader.UploadConfig{
-		Endpoint:      c.Upload.Endpoint,
-		WriteKey:      c.Upload.WriteKey,
-		Format:        c.Upload.Format,
-		Gzip:          c.Upload.Gzip,
-		Timeout:       c.Upload.Timeout,
-		Headers:       c.Upload.Headers,
-		CAFile:        c.Upload.CAFile,
-		SplitRejected: c.Upload.SplitRejected,
-	}
-	u.Batch = uploader.BatchConfig{MaxEvents: int(c.Batch.MaxEvents), MaxBytes: int(c.Batch.MaxBytes), Interval: c.Batch.Interval}
-	u.Retry.MaxRetries = int(c.Retry.MaxRetries)
-	u.Retry.BackoffBase = c.Retry.BackoffBase
-	u.Retry.BackoffCap = c.Retry.BackoffCap
-	u.Retry.MaxTotalBackoff = c.Retry.MaxTotalBackoff
-	u.Retry.RetryAfterCap = c.Retry.RetryAfterCap
-	u.Retry.MaxRateLimitDuration = c.Retry.MaxRateLimitDuration
-	u.Queue = uploader.QueueConfig{MaxBytes: c.Queue.MaxBytes, WhenFull: c.Queue.WhenFull, Sync: c.Queue.Sync}
-	u.Dead = uploader.DeadConfig{MaxBytes: c.Dead.MaxBytes}
-	return u
-}
+// uploaderConfig is the embeddable client's configuration.
+func (c *Config) uploaderConfig() uploader.Config { return c.Config }
 
-// agentConfig maps the effective configuration onto the agent's.
+// agentConfig is the agent's configuration; its limits are the uploader's keys.
 func (c *Config) agentConfig(log *slog.Logger) agent.Config {
-	return agent.Config{
-		Listen:               c.Ingest.Listen,
-		WriteKeys:            c.Ingest.WriteKeys,
-		Token:                c.Ingest.Token,
-		AllowUnauthenticated: c.Ingest.AllowUnauthenticated,
-		MaxRequestBytes:      c.Limits.MaxRequestBytes,
-		MaxEventBytes:        int(c.Limits.MaxEventBytes),
-		ShutdownTimeout:      c.Shutdown.Timeout,
-		Logger:               log,
-	}
+	a := c.Agent
+	a.MaxRequestBytes = int64(c.Limits.MaxRequestBytes)
+	a.MaxEventBytes = c.Limits.MaxEventBytes
+	a.Logger = log
+	return a
 }
 
 // storeError returns the store's own message for a locked or corrupt data directory (it names
@@ -58,7 +30,7 @@ func storeError(err error) error {
 		if _, ok := e.(*store.CorruptError); ok {
 			return e
 		}
-		if errors.Unwrap(e) == store.ErrLocked {
+		if errors.Unwrap(e) == errs.ErrLocked {
 			return e
 		}
 	}

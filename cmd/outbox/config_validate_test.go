@@ -101,25 +101,3 @@ func TestConfig_EmptyDataDirVariable_CountsAsUnset(t *testing.T) {
 		t.Errorf("data_dir = %v, want the default", g)
 	}
 }
-
-func TestMentionedKeys_WholeKeysInOrder(t *testing.T) {
-	cases := []struct {
-		name string
-		text string
-		want []string
-	}{
-		{"indexed list item names the list key", "ingest.write_keys[0]: empty", []string{"ingest.write_keys"}},
-		{"two keys in order of appearance", "batch.max_bytes 10: must hold limits.max_event_bytes", []string{"batch.max_bytes", "limits.max_event_bytes"}},
-		{"a key at the end of a sentence", "must be below retry.backoff_cap.", []string{"retry.backoff_cap"}},
-		{"a longer word is not the key", "xupload.timeouts", nil},
-		{"no key", "something else", nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := mentionedKeys(tc.text)
-			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
-				t.Errorf("mentionedKeys(%q) = %v, want %v", tc.text, got, tc.want)
-			}
-		})
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/spf13/cobra"
 )
@@ -210,7 +211,7 @@ func (o offlineDead) list(context.Context) ([]agent.DeadBatch, error) {
 
 func (o offlineDead) get(_ context.Context, id string) (agent.DeadBatch, error) {
 	d, err := o.o.DeadLetters().Get(id)
-	if errors.Is(err, uploader.ErrNotFound) {
+	if errors.Is(err, errs.ErrNotFound) {
 		return agent.DeadBatch{}, fmt.Errorf("%w; see 'outbox dead list' for the IDs", err)
 	}
 	return agent.NewDeadBatch(d), err

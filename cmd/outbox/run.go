@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/spf13/cobra"
@@ -99,7 +100,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	}
 	client, err := uploader.Open(ucfg, append([]uploader.Option{uploader.WithLogger(log), uploader.WithHooks(hooks)}, destOpts...)...)
 	if err != nil {
-		if errors.Is(err, uploader.ErrInvalidConfig) {
+		if errors.Is(err, errs.ErrInvalidConfig) {
 			return usageErrorf("configuration: %w", err)
 		}
 		return storeError(err)
@@ -109,13 +110,13 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		closeQuick(client)
 		return usageErrorf("configuration: %w", err)
 	}
-	ln, err := net.Listen("tcp", cfg.Ingest.Listen)
+	ln, err := net.Listen("tcp", cfg.Agent.Listen)
 	if err != nil {
 		closeQuick(client)
-		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Ingest.Listen, err)
+		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Agent.Listen, err)
 	}
 	log.Info("outbox agent ready", append(append([]any{"listen", ln.Addr().String(), "data_dir", cfg.DataDir},
-		cfg.destinationAttrs()...), "shutdown_timeout", cfg.Shutdown.Timeout.String())...)
+		cfg.destinationAttrs()...), "shutdown_timeout", cfg.Agent.ShutdownTimeout.String())...)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
@@ -123,18 +124,18 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	case err := <-corrupt:
 		// The background check of a large file failed: intake has stopped; exit 1 naming recover.
 		log.Error("data file failed its consistency check; stopping", "err", err)
-		_ = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
+		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case err := <-serveErr:
 		// Serving failed on its own; stop what remains, bounded as on a signal.
-		_ = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
+		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case sig := <-sigs.C:
-		log.Info("signal received: stopping intake, last upload pass", "signal", sig.String(), "timeout", cfg.Shutdown.Timeout.String())
+		log.Info("signal received: stopping intake, last upload pass", "signal", sig.String(), "timeout", cfg.Agent.ShutdownTimeout.String())
 	case <-cmd.Context().Done():
-		log.Info("stopping: last upload pass", "timeout", cfg.Shutdown.Timeout.String())
+		log.Info("stopping: last upload pass", "timeout", cfg.Agent.ShutdownTimeout.String())
 	}
-	err = gracefulStop(log, sigs.C, cfg.Shutdown.Timeout, ag.Shutdown)
+	err = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 	left := client.Stats().Queue.Events
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		log.Info("outbox agent stopped", "events_left", left)

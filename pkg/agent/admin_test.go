@@ -15,6 +15,7 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
@@ -298,7 +299,7 @@ func TestServe_ContextCancelShutsDown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after its context was cancelled")
 	}
-	if err := h.client.EnqueueNormalized(context.Background(), []byte(`{}`)); !errors.Is(err, uploader.ErrClosed) {
+	if err := h.client.EnqueueNormalized(context.Background(), []byte(`{}`)); !errors.Is(err, errs.ErrClosed) {
 		t.Fatalf("client after shutdown: %v, want ErrClosed", err)
 	}
 }

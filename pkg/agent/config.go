@@ -1,12 +1,13 @@
 package agent
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 // Defaults applied by Config for zero values.
@@ -20,6 +21,13 @@ const (
 	// DefaultShutdownTimeout is shutdown.timeout when unset.
 	DefaultShutdownTimeout = 25 * time.Second
 )
+
+// DefaultConfig returns every default of the agent's keys.
+func DefaultConfig() Config {
+	c := Config{WriteKeys: []string{}}.withDefaults()
+	c.Logger = nil
+	return c
+}
 
 // Config configures an Agent. Each field maps to one configuration key; the zero value of
 // every field is usable and means the documented default.
@@ -68,31 +76,31 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first invalid field, naming its configuration key. Zero values are
+// Validate reports the first invalid field as an *errs.KeyError naming its configuration key. Zero values are
 // valid (they mean the defaults). A non-loopback Listen with neither WriteKeys nor Token is
 // refused unless AllowUnauthenticated is set; the error wraps ErrUnauthenticated.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		return fmt.Errorf("ingest.listen %q: want host:port (for example 127.0.0.1:8089): %w", c.Listen, err)
+		return errs.KeyErrorf("ingest.listen", "ingest.listen %q: want host:port (for example 127.0.0.1:8089): %w", c.Listen, err)
 	}
 	for i, k := range c.WriteKeys {
 		if strings.TrimSpace(k) == "" {
-			return fmt.Errorf("ingest.write_keys[%d]: a write key must not be empty", i)
+			return errs.KeyErrorf("ingest.write_keys", "ingest.write_keys[%d]: a write key must not be empty", i)
 		}
 	}
 	if c.MaxRequestBytes < 0 {
-		return fmt.Errorf("limits.max_request_bytes %d: must be positive", c.MaxRequestBytes)
+		return errs.KeyErrorf("limits.max_request_bytes", "limits.max_request_bytes %d: must be positive", c.MaxRequestBytes)
 	}
 	if c.MaxEventBytes < 0 {
-		return fmt.Errorf("limits.max_event_bytes %d: must be positive", c.MaxEventBytes)
+		return errs.KeyErrorf("limits.max_event_bytes", "limits.max_event_bytes %d: must be positive", c.MaxEventBytes)
 	}
 	if c.ShutdownTimeout < 0 {
-		return fmt.Errorf("shutdown.timeout %s: must be positive", c.ShutdownTimeout)
+		return errs.KeyErrorf("shutdown.timeout", "shutdown.timeout %s: must be positive", c.ShutdownTimeout)
 	}
 	if !c.hasAuth() && !c.AllowUnauthenticated && !isLoopback(host) {
-		return fmt.Errorf("%w: ingest.listen %q is not a loopback address and neither ingest.write_keys "+
+		return errs.KeyErrorf("ingest.listen", "%w: ingest.listen %q is not a loopback address and neither ingest.write_keys "+
 			"nor ingest.token is set; set one of them, listen on 127.0.0.1, or set "+
 			"ingest.allow_unauthenticated: true", ErrUnauthenticated, c.Listen)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -147,13 +148,13 @@ func readDeadRequest(w http.ResponseWriter, r *http.Request) (DeadRequest, bool)
 // adminFailed answers a failed dead-letter operation.
 func (a *Agent) adminFailed(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, uploader.ErrNotFound):
+	case errors.Is(err, errs.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, uploader.ErrTooLarge):
+	case errors.Is(err, errs.ErrTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "the dead batches exceed queue.max_bytes together; replay fewer batches at a time")
-	case errors.Is(err, uploader.ErrQueueFull):
+	case errors.Is(err, errs.ErrQueueFull):
 		writeUnavailable(w, "the dead batches do not fit in the queue (queue.max_bytes); let it drain first")
-	case errors.Is(err, uploader.ErrClosed):
+	case errors.Is(err, errs.ErrClosed):
 		writeUnavailable(w, "outbox is shutting down")
 	default:
 		a.log.Error("dead-letter operation failed", "err", err)

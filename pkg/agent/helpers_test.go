@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 	"github.com/outboxhq/outbox/pkg/uploader"
@@ -77,11 +78,11 @@ func start(t testing.TB, s setup) *harness {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := a.Shutdown(ctx); err != nil && !errors.Is(err, uploader.ErrClosed) {
+		if err := a.Shutdown(ctx); err != nil && !errors.Is(err, errs.ErrClosed) {
 			t.Errorf("Shutdown: %v", err)
 		}
 		// ErrShuttingDown: the test ended before the Serve goroutine got going.
-		if err := <-errc; err != nil && !errors.Is(err, uploader.ErrClosed) && !errors.Is(err, agent.ErrShuttingDown) {
+		if err := <-errc; err != nil && !errors.Is(err, errs.ErrClosed) && !errors.Is(err, agent.ErrShuttingDown) {
 			t.Errorf("Serve: %v", err)
 		}
 	})

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
-	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
 // handleBatch serves POST /v1/batch and /v1/import: a Segment batch body, all-or-nothing.
@@ -79,14 +79,14 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte
 // failures for /readyz.
 func (a *Agent) enqueueFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, uploader.ErrTooLarge):
+	case errors.Is(err, errs.ErrTooLarge):
 		// Permanent: no Retry-After, and the queue is not full for anyone else.
 		writeError(w, http.StatusRequestEntityTooLarge,
 			"the request's events exceed queue.max_bytes and can never be queued; send fewer or smaller events, or raise queue.max_bytes")
-	case errors.Is(err, uploader.ErrQueueFull):
+	case errors.Is(err, errs.ErrQueueFull):
 		a.full.set(a.client.Stats().Queue.Bytes)
 		writeUnavailable(w, "queue is full (queue.max_bytes reached); retry later")
-	case errors.Is(err, uploader.ErrClosed):
+	case errors.Is(err, errs.ErrClosed):
 		writeUnavailable(w, "outbox is shutting down; retry against the restarted agent")
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		if r.Context().Err() != nil {

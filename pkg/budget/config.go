@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 // Config holds the retry.* settings. Its mapstructure tags are the keys under
@@ -47,12 +49,12 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports every invalid field, each named by its configuration key, in one error that
-// wraps ErrInvalidConfig.
+// Validate reports every invalid field as an *errs.KeyError naming its configuration key, all
+// in one error that wraps errs.ErrInvalidConfig.
 func (c Config) Validate() error {
-	var errs []error
+	var problems []error
 	if c.MaxRetries < 0 {
-		errs = append(errs, fmt.Errorf("retry.max_retries (%d) must not be negative", c.MaxRetries))
+		problems = append(problems, errs.KeyErrorf("retry.max_retries", "retry.max_retries (%d) must not be negative", c.MaxRetries))
 	}
 	positive := []struct {
 		key string
@@ -66,14 +68,15 @@ func (c Config) Validate() error {
 	}
 	for _, p := range positive {
 		if p.v <= 0 {
-			errs = append(errs, fmt.Errorf("%s (%s) must be greater than zero", p.key, p.v))
+			problems = append(problems, errs.KeyErrorf(p.key, "%s (%s) must be greater than zero", p.key, p.v))
 		}
 	}
 	if c.BackoffBase > 0 && c.BackoffCap > 0 && c.BackoffCap < c.BackoffBase {
-		errs = append(errs, fmt.Errorf("retry.backoff_cap (%s) is below retry.backoff_base (%s)", c.BackoffCap, c.BackoffBase))
+		problems = append(problems, &errs.KeyError{Key: "retry.backoff_cap", Related: []string{"retry.backoff_base"},
+			Err: fmt.Errorf("retry.backoff_cap (%s) is below retry.backoff_base (%s)", c.BackoffCap, c.BackoffBase)})
 	}
-	if len(errs) == 0 {
+	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	return fmt.Errorf("%w: %w", errs.ErrInvalidConfig, errors.Join(problems...))
 }

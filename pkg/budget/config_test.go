@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 func TestDefaultConfig_MatchesSpecAndIsValid(t *testing.T) {
@@ -52,8 +53,8 @@ func TestConfig_Validate_NamesTheField(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, budget.ErrInvalidConfig) {
-				t.Fatalf("got %v, want ErrInvalidConfig", err)
+			if !errors.Is(err, errs.ErrInvalidConfig) {
+				t.Fatalf("got %v, want errs.ErrInvalidConfig", err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

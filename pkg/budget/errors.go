@@ -11,6 +11,3 @@ var ErrWoken = errors.New("wait woken early")
 // ErrBeyondDeadline is returned by Sleep, together with context.DeadlineExceeded, when a wait
 // would end after the context's deadline and so is not started.
 var ErrBeyondDeadline = errors.New("wait would end after the context deadline")
-
-// ErrInvalidConfig is wrapped by Config.Validate's error.
-var ErrInvalidConfig = errors.New("invalid retry configuration")

@@ -9,10 +9,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
-// ErrInvalidConfig is wrapped by Config.Validate's error (and New's, for a bad configuration).
-var ErrInvalidConfig = errors.New("kafka: invalid configuration")
+// ErrInvalidConfig is wrapped by Config.Validate's error (and New's, for a bad
+// configuration). It is errs.ErrInvalidConfig, the sentinel of every configuration of outbox.
+var ErrInvalidConfig = errs.ErrInvalidConfig
 
 // The values of Config.Key.
 const (
@@ -59,6 +62,12 @@ type SASLConfig struct {
 	Mechanism string // plain, scram-sha-256 or scram-sha-512
 	Username  string
 	Password  string // a secret: never printed by String, LogValue or any error
+}
+
+// DefaultConfig is the configuration with every default filled in; Brokers and Topic are
+// left for the caller.
+func DefaultConfig() Config {
+	return Config{Key: KeyMessageID, Compression: CompressionSnappy, ClientID: DefaultClientID}
 }
 
 // String describes the configuration with the password redacted, so that printing a Config
@@ -108,12 +117,13 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// Validate checks the configuration: one line per problem, each naming its key and what to
-// do, all wrapped with ErrInvalidConfig. It reads CAFile, which must hold a PEM certificate.
+// Validate checks the configuration. Every problem is an *errs.KeyError naming its key
+// (upload.kafka.brokers, ...) and saying what to do, joined and wrapped with ErrInvalidConfig.
+// It reads CAFile, which must hold a PEM certificate.
 func (c Config) Validate() error {
-	var errs []error
+	var problems []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("upload.kafka.%s: %s", key, fmt.Sprintf(format, args...)))
+		problems = append(problems, errs.KeyErrorf("upload.kafka."+key, "upload.kafka.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
 	if len(c.Brokers) == 0 {
 		bad("brokers", "is required: list the seed brokers as host:port (e.g. kafka-1:9092)")
@@ -137,37 +147,41 @@ func (c Config) Validate() error {
 	}
 	if c.CAFile != "" {
 		if !c.TLS {
-			bad("ca_file", "is set but upload.kafka.tls is false; set upload.kafka.tls: true, or remove the CA file")
+			problems = append(problems, &errs.KeyError{Key: "upload.kafka.ca_file", Related: []string{"upload.kafka.tls"},
+				Err: errors.New("upload.kafka.ca_file is set but upload.kafka.tls is false; set upload.kafka.tls: true, or remove the CA file")})
 		} else if _, err := loadCAFile(c.CAFile); err != nil {
 			bad("ca_file", "%v", err)
 		}
 	}
-	errs = append(errs, c.SASL.validate()...)
-	if len(errs) == 0 {
+	problems = append(problems, c.SASL.validate()...)
+	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	return fmt.Errorf("kafka: %w: %w", ErrInvalidConfig, errors.Join(problems...))
 }
 
 func (s SASLConfig) validate() []error {
-	var errs []error
+	const mech = "upload.kafka.sasl.mechanism"
 	switch s.Mechanism {
 	case "":
 		if s.Username != "" || s.Password != "" {
-			errs = append(errs, errors.New("upload.kafka.sasl.mechanism: a SASL username or password is set but no mechanism; set plain, scram-sha-256 or scram-sha-512"))
+			return []error{errs.KeyErrorf(mech, "%s: a SASL username or password is set but no mechanism; set plain, scram-sha-256 or scram-sha-512", mech)}
 		}
-		return errs
+		return nil
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
 	default:
-		return append(errs, fmt.Errorf("upload.kafka.sasl.mechanism: %q is not one of plain, scram-sha-256, scram-sha-512", s.Mechanism))
+		return []error{errs.KeyErrorf(mech, "%s: %q is not one of plain, scram-sha-256, scram-sha-512", mech, s.Mechanism)}
 	}
+	var problems []error
 	if s.Username == "" {
-		errs = append(errs, fmt.Errorf("upload.kafka.sasl.username: is required with SASL %s", s.Mechanism))
+		problems = append(problems, &errs.KeyError{Key: "upload.kafka.sasl.username", Related: []string{mech},
+			Err: fmt.Errorf("upload.kafka.sasl.username: is required with SASL %s", s.Mechanism)})
 	}
 	if s.Password == "" {
-		errs = append(errs, fmt.Errorf("upload.kafka.sasl.password: is required with SASL %s; set it with OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD or in the config file", s.Mechanism))
+		problems = append(problems, &errs.KeyError{Key: "upload.kafka.sasl.password", Related: []string{mech},
+			Err: fmt.Errorf("upload.kafka.sasl.password: is required with SASL %s; set it with OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD or in the config file", s.Mechanism)})
 	}
-	return errs
+	return problems
 }
 
 // checkBroker accepts host:port with a port in 1-65535.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/outboxhq/outbox/pkg/store"
 )
 
 // WhenFull is the policy when an Enqueue does not fit in Config.MaxBytes.
@@ -13,7 +11,7 @@ type WhenFull string
 
 // The WhenFull policies.
 const (
-	Reject     WhenFull = "reject"      // Enqueue returns ErrFull (the default)
+	Reject     WhenFull = "reject"      // Enqueue returns errs.ErrQueueFull (the default)
 	Block      WhenFull = "block"       // Enqueue waits for room or ctx
 	DropOldest WhenFull = "drop_oldest" // events are evicted from the head, counted as dropped
 )
@@ -29,8 +27,8 @@ type Config struct {
 	// OnCommit, when set, is called after each commit with the events it
 	// added and its duration (for a store_commit_duration_seconds histogram).
 	OnCommit func(events int, d time.Duration)
-	// OnDrop, when set, is called for every drop: reason is ReasonDropOldest,
-	// ReasonDeadOverflow or ReasonChecksum.
+	// OnDrop, when set, is called for every drop: reason is store.ReasonDropOldest,
+	// store.ReasonDeadOverflow or store.ReasonChecksum.
 	OnDrop func(reason string, events int)
 	// OnCorrupt, when set, is called once if the background check of a large
 	// file fails; intake has then stopped and the process should exit.
@@ -38,14 +36,6 @@ type Config struct {
 	// Now gives the intake time stamped into keys; nil → time.Now.
 	Now func() time.Time
 }
-
-// Drop reasons, as passed to Config.OnDrop and keyed in Stats.Dropped: the
-// store's strings, named here so that callers need not import pkg/store.
-const (
-	ReasonDropOldest   = store.DropOldest       // "drop_oldest": evicted from the head by WhenFull DropOldest
-	ReasonDeadOverflow = store.DropDeadOverflow // "dead_overflow": in a dead batch dropped past DeadMaxBytes
-	ReasonChecksum     = store.DropChecksum     // "checksum": in a record that failed its CRC; never leased
-)
 
 // Default bounds.
 const (

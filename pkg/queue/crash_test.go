@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/queue"
-	"github.com/outboxhq/outbox/pkg/store"
 )
 
 // The tests below re-execute the test binary as a child process selected by
@@ -253,7 +253,7 @@ func TestLockChild(t *testing.T) {
 		return
 	}
 	_, err := queue.Open(os.Getenv(envDir), queue.Config{})
-	if errors.Is(err, store.ErrLocked) {
+	if errors.Is(err, errs.ErrLocked) {
 		fmt.Println("LOCKED", err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/segmentio/ksuid"
 )
 
@@ -67,7 +68,7 @@ func (q *Queue) DeadList() ([]DeadBatch, error) {
 	return out, nil
 }
 
-// DeadGet returns one dead batch with its events, or ErrNotFound.
+// DeadGet returns one dead batch with its events, or errs.ErrNotFound.
 func (q *Queue) DeadGet(id string) (DeadBatch, error) {
 	k, err := parseID(id)
 	if err != nil {
@@ -84,8 +85,8 @@ func (q *Queue) DeadGet(id string) (DeadBatch, error) {
 
 // DeadReplay moves dead batches (every one when ids is empty) back to the
 // tail of the queue with new keys, oldest batch first and event order kept,
-// in one transaction. It returns how many events were re-queued, or ErrFull
-// when they do not fit in MaxBytes now, or ErrTooLarge (wrapped) when they
+// in one transaction. It returns how many events were re-queued, or errs.ErrQueueFull
+// when they do not fit in MaxBytes now, or errs.ErrTooLarge (wrapped) when they
 // total more than MaxBytes (replay fewer batches); nothing moves then.
 func (q *Queue) DeadReplay(ctx context.Context, ids ...string) (int, error) {
 	keys, err := parseIDs(ids)
@@ -116,7 +117,7 @@ func (q *Queue) DeadPurge(ctx context.Context, ids ...string) (int, error) {
 func parseID(id string) ([]byte, error) {
 	k, err := ksuid.Parse(id)
 	if err != nil {
-		return nil, fmt.Errorf("dead batch id %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("dead batch id %q: %w", id, errs.ErrNotFound)
 	}
 	return k.Bytes(), nil
 }

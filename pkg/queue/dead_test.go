@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -70,10 +71,10 @@ func TestQueue_DeadPurgeAndUnknownID(t *testing.T) {
 	if n, err := q.DeadPurge(ctx, list[1].ID); n != 1 || err != nil {
 		t.Fatalf("purge one: %d %v", n, err)
 	}
-	if _, err := q.DeadGet(list[1].ID); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := q.DeadGet(list[1].ID); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("get purged: %v", err)
 	}
-	if _, err := q.DeadReplay(ctx, list[1].ID); !errors.Is(err, queue.ErrNotFound) {
+	if _, err := q.DeadReplay(ctx, list[1].ID); !errors.Is(err, errs.ErrNotFound) {
 		t.Fatalf("replay purged: %v", err)
 	}
 	if n, err := q.DeadPurge(ctx); n != 3 || err != nil {

@@ -21,18 +21,18 @@
 // # Quota
 //
 // MaxBytes bounds the stored event bytes. WhenFull decides what a full
-// queue does: reject (ErrFull), block (wait for room or ctx) or drop_oldest
+// queue does: reject (errs.ErrQueueFull), block (wait for room or ctx) or drop_oldest
 // (evict from the head; counted in Stats.Dropped["drop_oldest"] and OnDrop,
 // logged at warn). DeadMaxBytes bounds the dead-letter bucket the same way
 // (reason "dead_overflow").
 //
 // Events of one Enqueue that alone total more than MaxBytes can never fit:
-// Enqueue returns ErrTooLarge (wrapped; it is not ErrFull) at once under every
+// Enqueue returns errs.ErrTooLarge (wrapped; it is not errs.ErrQueueFull) at once under every
 // policy — reject does not call it retryable, block does not wait, drop_oldest
 // evicts nothing. Under drop_oldest anything up to MaxBytes fits: eviction may
 // empty the queue (events committed earlier in the same group commit
 // included) but never fails after evicting. DeadReplay of more than MaxBytes
-// is ErrTooLarge too.
+// is errs.ErrTooLarge too.
 //
 // # Intake time
 //

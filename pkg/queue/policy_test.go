@@ -9,6 +9,7 @@ import (
 
 	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -44,8 +45,8 @@ func TestQueue_Enqueue_BlockWaitsForRoomOrCtx(t *testing.T) {
 	if len(got) != 2 || string(got[1]) != string(ev(2)) {
 		t.Fatalf("queue holds %q", got)
 	}
-	if err := q.Enqueue(bg, ev(3), ev(4), ev(5)); !errors.Is(err, queue.ErrTooLarge) {
-		t.Fatalf("enqueue larger than max_bytes under block: %v, want ErrTooLarge at once", err)
+	if err := q.Enqueue(bg, ev(3), ev(4), ev(5)); !errors.Is(err, errs.ErrTooLarge) {
+		t.Fatalf("enqueue larger than max_bytes under block: %v, want errs.ErrTooLarge at once", err)
 	}
 }
 

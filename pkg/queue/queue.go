@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
@@ -19,7 +20,7 @@ type Queue struct {
 	log *slog.Logger
 }
 
-// Open opens (creating) the queue in dir. It fails with store.ErrLocked
+// Open opens (creating) the queue in dir. It fails with errs.ErrLocked
 // (wrapped) when another process owns dir and with a *store.CorruptError
 // when the file cannot be opened or fails its check.
 func Open(dir string, cfg Config) (*Queue, error) {
@@ -28,7 +29,7 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	}
 	cfg = cfg.withDefaults()
 	s, err := store.Open(dir, store.Options{
-		NoSync: cfg.NoSync, MaxBytes: cfg.MaxBytes, DropOldest: cfg.WhenFull == DropOldest,
+		NoSync: cfg.NoSync, MaxBytes: cfg.MaxBytes, EvictOldest: cfg.WhenFull == DropOldest,
 		DeadMaxBytes: cfg.DeadMaxBytes, Logger: cfg.Logger, OnCommit: cfg.OnCommit,
 		OnDrop: cfg.OnDrop, OnCorrupt: cfg.OnCorrupt, Now: cfg.Now,
 	})
@@ -41,9 +42,9 @@ func Open(dir string, cfg Config) (*Queue, error) {
 // Enqueue appends events (already normalised) at the tail. When it returns
 // nil they are committed (and fsynced unless NoSync). Concurrent calls share
 // commits. When the events do not fit in MaxBytes now, WhenFull decides:
-// reject returns ErrFull, block waits for room, drop_oldest evicts from the
+// reject returns errs.ErrQueueFull, block waits for room, drop_oldest evicts from the
 // head. When the events alone total more than MaxBytes they can never fit:
-// Enqueue returns ErrTooLarge (wrapped) at once under every policy, without
+// Enqueue returns errs.ErrTooLarge (wrapped) at once under every policy, without
 // waiting or evicting anything. When ctx ends first it returns ctx.Err(), and
 // the events may or may not have been stored.
 func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
@@ -56,14 +57,14 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, store.ErrFull) {
+		if !errors.Is(err, errs.ErrQueueFull) {
 			if errors.Is(err, ctx.Err()) {
 				return err
 			}
 			return fmt.Errorf("enqueue: %w", err)
 		}
 		if q.cfg.WhenFull != Block {
-			return ErrFull
+			return errs.ErrQueueFull
 		}
 		select {
 		case <-room:

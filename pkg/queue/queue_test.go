@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -97,8 +98,8 @@ func TestQueue_Enqueue_RejectsWhenFull(t *testing.T) {
 	if err := q.Enqueue(ctx, ev(0), ev(1), ev(2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Enqueue(ctx, ev(3)); !errors.Is(err, queue.ErrFull) {
-		t.Fatalf("enqueue past max_bytes: %v, want ErrFull", err)
+	if err := q.Enqueue(ctx, ev(3)); !errors.Is(err, errs.ErrQueueFull) {
+		t.Fatalf("enqueue past max_bytes: %v, want errs.ErrQueueFull", err)
 	}
 	if st := q.Stats(); st.Events != 3 {
 		t.Fatalf("events %d, want 3", st.Events)

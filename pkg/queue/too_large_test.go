@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -41,8 +42,8 @@ func TestQueue_Enqueue_OverMaxBytesIsErrTooLargeUnderEveryPolicy(t *testing.T) {
 			case <-time.After(10 * time.Second): // a guard against a hang, not a measured timeout
 				t.Fatal("Enqueue of events larger than max_bytes did not return")
 			}
-			if !errors.Is(err, queue.ErrTooLarge) || errors.Is(err, queue.ErrFull) {
-				t.Fatalf("Enqueue = %v; want ErrTooLarge, not ErrFull", err)
+			if !errors.Is(err, errs.ErrTooLarge) || errors.Is(err, errs.ErrQueueFull) {
+				t.Fatalf("Enqueue = %v; want errs.ErrTooLarge, not errs.ErrQueueFull", err)
 			}
 			if !strings.Contains(err.Error(), "max_bytes") {
 				t.Errorf("error %q does not name max_bytes", err)
@@ -84,8 +85,8 @@ func TestQueue_Enqueue_FullButFittingIsStillErrFull(t *testing.T) {
 	if err := q.Enqueue(ctx, ev(0), ev(1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Enqueue(ctx, ev(2), ev(3)); !errors.Is(err, queue.ErrFull) || errors.Is(err, queue.ErrTooLarge) {
-		t.Fatalf("Enqueue into a full queue of events that fit an empty one = %v; want ErrFull (retryable)", err)
+	if err := q.Enqueue(ctx, ev(2), ev(3)); !errors.Is(err, errs.ErrQueueFull) || errors.Is(err, errs.ErrTooLarge) {
+		t.Fatalf("Enqueue into a full queue of events that fit an empty one = %v; want errs.ErrQueueFull (retryable)", err)
 	}
 }
 
@@ -104,8 +105,8 @@ func TestQueue_DeadReplay_OverMaxBytesIsErrTooLarge(t *testing.T) {
 	}
 	_ = q.Close()
 	q = testutil.MustOpenQueueAt(t, dir, queue.Config{MaxBytes: 3 * size})
-	if _, err := q.DeadReplay(ctx); !errors.Is(err, queue.ErrTooLarge) || errors.Is(err, queue.ErrFull) {
-		t.Fatalf("replay of 4 events into max_bytes of 3 = %v; want ErrTooLarge", err)
+	if _, err := q.DeadReplay(ctx); !errors.Is(err, errs.ErrTooLarge) || errors.Is(err, errs.ErrQueueFull) {
+		t.Fatalf("replay of 4 events into max_bytes of 3 = %v; want errs.ErrTooLarge", err)
 	}
 	if st := q.Stats(); st.Events != 0 || st.DeadEvents != 4 {
 		t.Fatalf("stats %+v: want nothing moved", st)

@@ -120,7 +120,7 @@ func syncDir(dir string) error {
 }
 
 // Compact compacts the data file of dir offline (`outbox compact`). It takes
-// the directory lock, so it fails with ErrLocked while an agent runs.
+// the directory lock, so it fails with errs.ErrLocked while an agent runs.
 func Compact(dir string) (before, after int64, err error) {
 	s, err := Open(dir, Options{CompactMinBytes: -1})
 	if err != nil {

@@ -4,7 +4,7 @@
 // # Layout
 //
 // One file, <dir>/outbox.db, next to <dir>/outbox.lock (an flock holding the
-// owner's pid; a second opener fails at once with ErrLocked). Buckets:
+// owner's pid; a second opener fails at once with errs.ErrLocked). Buckets:
 //
 //	events  KSUID (20 bytes) → record(event bytes)          FIFO by key
 //	dead    KSUID (20 bytes) → record(info + events)        one dead batch

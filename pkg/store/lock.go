@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 // LockFile is the name of the lock file inside the data directory. It holds
@@ -17,7 +19,7 @@ const LockFile = "outbox.lock"
 // dirLock is an exclusive flock on the data directory's lock file.
 type dirLock struct{ f *os.File }
 
-// lockDir takes the directory lock at once or fails with ErrLocked.
+// lockDir takes the directory lock at once or fails with errs.ErrLocked.
 func lockDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
@@ -32,7 +34,7 @@ func lockDir(dir string) (*dirLock, error) {
 			if _, perr := strconv.Atoi(pid); perr != nil {
 				pid = "unknown"
 			}
-			return nil, fmt.Errorf("data directory %s is in use by another outbox process (pid %s); stop it or pass --data-dir: %w", dir, pid, ErrLocked)
+			return nil, fmt.Errorf("data directory %s is in use by another outbox process (pid %s); stop it or pass --data-dir: %w", dir, pid, errs.ErrLocked)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/segmentio/ksuid"
 )
 
@@ -42,7 +43,7 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 			return err
 		}
 		if w.Events < n {
-			s.drop(w, DropChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
+			s.drop(w, ReasonChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
 		}
 		return clearRetry(b, r.keys[0])
 	case opFixCounts:
@@ -78,14 +79,14 @@ func appendBlock(events [][]byte) []byte {
 // events that alone exceed MaxBytes, so eviction can always make room).
 func (s *Store) applyAppend(b buckets, events [][]byte, block []byte, need int64, w *writerState) error {
 	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
-		if !s.opt.DropOldest {
-			return ErrFull
+		if !s.opt.EvictOldest {
+			return errs.ErrQueueFull
 		}
 		evicted, err := s.evictOldest(b, need, max, w)
 		if err != nil {
 			return err
 		}
-		s.drop(w, DropOldest, evicted)
+		s.drop(w, ReasonDropOldest, evicted)
 	}
 	now := s.opt.Now()
 	var first ksuid.KSUID
@@ -164,7 +165,7 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 		w.DeadBatches--
 		w.DeadEvents -= int64(dh.events)
 		w.DeadBytes -= dh.bytes
-		s.drop(w, DropDeadOverflow, dh.events, "dead_id", ksuidString(k))
+		s.drop(w, ReasonDeadOverflow, dh.events, "dead_id", ksuidString(k))
 	}
 	return nil
 }
@@ -200,7 +201,7 @@ func deadKeys(b buckets, ids [][]byte) ([][]byte, error) {
 	out := make([][]byte, 0, len(ids))
 	for _, id := range ids {
 		if b.dead.Get(id) == nil {
-			return nil, fmt.Errorf("dead batch %s: %w", ksuidString(id), ErrNotFound)
+			return nil, fmt.Errorf("dead batch %s: %w", ksuidString(id), errs.ErrNotFound)
 		}
 		out = append(out, id)
 	}
@@ -238,9 +239,9 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 	}
 	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
 		if need > max {
-			return fmt.Errorf("%d bytes of dead events, over the quota of %d: %w", need, max, ErrTooLarge)
+			return fmt.Errorf("%d bytes of dead events, over the quota of %d: %w", need, max, errs.ErrTooLarge)
 		}
-		return ErrFull
+		return errs.ErrQueueFull
 	}
 	now := s.opt.Now()
 	run := intakeRun{at: now}
@@ -343,7 +344,7 @@ func readCounts(meta interface{ Get([]byte) []byte }) (counts, error) {
 	}
 	p, err := decodeRecord(v)
 	if err != nil || len(p) != 40 {
-		return counts{}, fmt.Errorf("meta counters: %w", ErrChecksum)
+		return counts{}, fmt.Errorf("meta counters: %w", errs.ErrChecksum)
 	}
 	g := func(i int) int64 { return int64(binary.BigEndian.Uint64(p[i*8:])) }
 	return counts{g(0), g(1), g(2), g(3), g(4)}, nil

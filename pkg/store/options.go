@@ -16,9 +16,9 @@ type Options struct {
 	NoSync bool
 	// MaxBytes bounds the stored event bytes (payloads only); 0 means no bound.
 	MaxBytes int64
-	// DropOldest makes Append evict events from the head to make room instead
-	// of returning ErrFull.
-	DropOldest bool
+	// EvictOldest makes Append evict events from the head to make room instead
+	// of returning errs.ErrQueueFull.
+	EvictOldest bool
 	// DeadMaxBytes bounds the dead-letter event bytes; past it the oldest dead
 	// batches are dropped (reason "dead_overflow"). 0 means no bound.
 	DeadMaxBytes int64
@@ -45,9 +45,9 @@ type Options struct {
 
 // Drop reasons reported in Stats.Dropped and to OnDrop.
 const (
-	DropOldest       = "drop_oldest"   // evicted from the head by the when_full policy
-	DropDeadOverflow = "dead_overflow" // dead batch dropped past DeadMaxBytes
-	DropChecksum     = "checksum"      // record failed its CRC at lease time
+	ReasonDropOldest   = "drop_oldest"   // evicted from the head by the when_full policy
+	ReasonDeadOverflow = "dead_overflow" // dead batch dropped past DeadMaxBytes
+	ReasonChecksum     = "checksum"      // record failed its CRC at lease time
 )
 
 func (o Options) withDefaults() Options {

@@ -6,19 +6,20 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
 func TestStore_Append_OverMaxBytesIsErrTooLargeAndEvictsNothing(t *testing.T) {
 	size := int64(len(payload(0)))
 	for _, dropOldest := range []bool{false, true} {
-		s := mustOpen(t, t.TempDir(), store.Options{NoSync: true, MaxBytes: 3 * size, DropOldest: dropOldest})
+		s := mustOpen(t, t.TempDir(), store.Options{NoSync: true, MaxBytes: 3 * size, EvictOldest: dropOldest})
 		fill(t, s, 2)
 		err := s.Append(context.Background(), [][]byte{payload(2), payload(3), payload(4), payload(5)})
-		if !errors.Is(err, store.ErrTooLarge) || errors.Is(err, store.ErrFull) {
-			t.Fatalf("drop oldest %v: Append over max bytes = %v; want ErrTooLarge, not ErrFull", dropOldest, err)
+		if !errors.Is(err, errs.ErrTooLarge) || errors.Is(err, errs.ErrQueueFull) {
+			t.Fatalf("drop oldest %v: Append over max bytes = %v; want errs.ErrTooLarge, not errs.ErrQueueFull", dropOldest, err)
 		}
-		if st := s.Stats(); st.Events != 2 || st.Dropped[store.DropOldest] != 0 {
+		if st := s.Stats(); st.Events != 2 || st.Dropped[store.ReasonDropOldest] != 0 {
 			t.Fatalf("drop oldest %v: stats %+v; want the 2 events kept, none dropped", dropOldest, st)
 		}
 	}
@@ -27,34 +28,34 @@ func TestStore_Append_OverMaxBytesIsErrTooLargeAndEvictsNothing(t *testing.T) {
 // A too-large request fails alone: requests committed in the same group are stored.
 func TestStore_Append_TooLargeFailsOnlyItsOwnRequest(t *testing.T) {
 	size := int64(len(payload(0)))
-	s := mustOpen(t, t.TempDir(), store.Options{NoSync: true, MaxBytes: 1000 * size, DropOldest: true})
+	s := mustOpen(t, t.TempDir(), store.Options{NoSync: true, MaxBytes: 1000 * size, EvictOldest: true})
 	huge := make([][]byte, 1001)
 	for i := range huge {
 		huge[i] = payload(9999)
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, 40)
-	for i := range errs {
+	problems := make([]error, 40)
+	for i := range problems {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if i%4 == 0 {
-				errs[i] = s.Append(context.Background(), huge)
+				problems[i] = s.Append(context.Background(), huge)
 			} else {
-				errs[i] = s.Append(context.Background(), [][]byte{payload(i)})
+				problems[i] = s.Append(context.Background(), [][]byte{payload(i)})
 			}
 		}()
 	}
 	wg.Wait()
-	for i, err := range errs {
-		if i%4 == 0 && !errors.Is(err, store.ErrTooLarge) {
-			t.Errorf("request %d (too large) = %v, want ErrTooLarge", i, err)
+	for i, err := range problems {
+		if i%4 == 0 && !errors.Is(err, errs.ErrTooLarge) {
+			t.Errorf("request %d (too large) = %v, want errs.ErrTooLarge", i, err)
 		}
 		if i%4 != 0 && err != nil {
 			t.Errorf("request %d = %v, want stored", i, err)
 		}
 	}
-	if st := s.Stats(); st.Events != 30 || st.Dropped[store.DropOldest] != 0 {
+	if st := s.Stats(); st.Events != 30 || st.Dropped[store.ReasonDropOldest] != 0 {
 		t.Fatalf("stats %+v: want the 30 small events, none dropped", st)
 	}
 }

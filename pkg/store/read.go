@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 )
@@ -75,13 +76,13 @@ func (s *Store) DeadList() ([]DeadBatch, error) {
 	return out, err
 }
 
-// DeadGet returns one dead batch with its events, or ErrNotFound.
+// DeadGet returns one dead batch with its events, or errs.ErrNotFound.
 func (s *Store) DeadGet(id []byte) (DeadBatch, error) {
 	var out DeadBatch
 	err := s.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketDead).Get(id)
 		if v == nil {
-			return ErrNotFound
+			return errs.ErrNotFound
 		}
 		var err error
 		out, err = decodeDeadBatch(id, v, true)

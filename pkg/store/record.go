@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 // Record layout (every value in every bucket):
@@ -34,14 +36,14 @@ func appendRecord(dst, payload []byte) []byte {
 // decodeRecord verifies rec and returns its payload (aliasing rec).
 func decodeRecord(rec []byte) ([]byte, error) {
 	if len(rec) < recordHeader {
-		return nil, fmt.Errorf("%w: record of %d bytes is shorter than its header", ErrChecksum, len(rec))
+		return nil, fmt.Errorf("%w: record of %d bytes is shorter than its header", errs.ErrChecksum, len(rec))
 	}
 	if rec[0] != recordVersion {
-		return nil, fmt.Errorf("%w: unknown record version %d", ErrChecksum, rec[0])
+		return nil, fmt.Errorf("%w: unknown record version %d", errs.ErrChecksum, rec[0])
 	}
 	payload := rec[recordHeader:]
 	if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(rec[1:5]) {
-		return nil, ErrChecksum
+		return nil, errs.ErrChecksum
 	}
 	return payload, nil
 }

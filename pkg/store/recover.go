@@ -72,7 +72,7 @@ func Recover(dir string) (Report, error) {
 }
 
 // RecoverWith repairs dir's data file. It takes the directory lock
-// (ErrLocked while an agent runs). A file that opens and passes the full
+// (errs.ErrLocked while an agent runs). A file that opens and passes the full
 // check is left untouched (Report.Healthy) unless opt.Force. Otherwise it
 // reads the old file page by page without trusting it (out-of-range,
 // misnamed or malformed pages are skipped and counted; with both meta pages

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -94,7 +95,7 @@ func (w *writerState) addDropped(reason string, n int64) {
 
 // Open locks dir (creating it), opens or creates its data file and checks
 // it: synchronously when small, in the background when large. It fails with
-// ErrLocked (wrapped) when another process holds dir, and with a
+// errs.ErrLocked (wrapped) when another process holds dir, and with a
 // *CorruptError when the file cannot be opened or fails its check.
 func Open(dir string, opt Options) (*Store, error) {
 	opt = opt.withDefaults()
@@ -134,7 +135,7 @@ func (s *Store) open() error {
 	db, err := openDB(s.path, s.opt.NoSync, mmap)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
-			return fmt.Errorf("data directory %s is in use by another outbox process: %w", s.dir, ErrLocked)
+			return fmt.Errorf("data directory %s is in use by another outbox process: %w", s.dir, errs.ErrLocked)
 		}
 		return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
@@ -226,7 +227,7 @@ func (s *Store) load(db *bolt.DB) error {
 	return nil
 }
 
-// Close stops the writer (answering queued requests with ErrClosed), closes
+// Close stops the writer (answering queued requests with errs.ErrClosed), closes
 // the file and releases the directory lock. It is safe to call twice.
 func (s *Store) Close() error {
 	s.once.Do(func() {
@@ -327,7 +328,7 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 	defer s.dbmu.RUnlock()
 	select {
 	case <-s.stopped:
-		return ErrClosed
+		return errs.ErrClosed
 	default:
 	}
 	return s.db.View(fn)
@@ -343,7 +344,7 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	select {
 	case s.reqs <- r:
 	case <-s.quit:
-		return ErrClosed
+		return errs.ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -355,7 +356,7 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 		case err := <-r.done:
 			return err
 		default:
-			return ErrClosed
+			return errs.ErrClosed
 		}
 	case <-ctx.Done():
 		return ctx.Err()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
@@ -64,8 +65,8 @@ func TestOpen_SecondOpenerFailsAtOnceWithErrLocked(t *testing.T) {
 	dir := t.TempDir()
 	mustOpen(t, dir, store.Options{})
 	_, err := store.Open(dir, store.Options{})
-	if !errors.Is(err, store.ErrLocked) {
-		t.Fatalf("second open: %v, want ErrLocked", err)
+	if !errors.Is(err, errs.ErrLocked) {
+		t.Fatalf("second open: %v, want errs.ErrLocked", err)
 	}
 	want := fmt.Sprintf("data directory %s is in use by another outbox process (pid %d)", dir, os.Getpid())
 	if !strings.Contains(err.Error(), want) {
@@ -113,7 +114,7 @@ func TestOpen_CorruptRecordGivesCorruptErrorAndLeavesFileUntouched(t *testing.T)
 	if !errors.As(err, &ce) || ce.Path != path {
 		t.Fatalf("open corrupt file: %v, want *CorruptError for %s", err, path)
 	}
-	if !strings.Contains(err.Error(), "outbox recover --data-dir "+dir) || !errors.Is(err, store.ErrChecksum) {
+	if !strings.Contains(err.Error(), "outbox recover --data-dir "+dir) || !errors.Is(err, errs.ErrChecksum) {
 		t.Fatalf("message %q lacks the recover hint or the cause", err)
 	}
 	after, _ := os.ReadFile(path)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,8 +25,8 @@ const (
 	opCompact
 )
 
-// request is one unit of work for the writer. Logical failures (ErrFull,
-// ErrTooLarge, ErrNotFound) are detected before the op writes anything, so
+// request is one unit of work for the writer. Logical failures (errs.ErrQueueFull,
+// errs.ErrTooLarge, errs.ErrNotFound) are detected before the op writes anything, so
 // they fail only their own request; any other error aborts the whole group.
 type request struct {
 	ctx    context.Context
@@ -95,7 +96,7 @@ func (s *Store) drainClosed() {
 	for {
 		select {
 		case r := <-s.reqs:
-			r.done <- ErrClosed
+			r.done <- errs.ErrClosed
 		default:
 			return
 		}
@@ -103,7 +104,7 @@ func (s *Store) drainClosed() {
 }
 
 func isLogical(err error) bool {
-	return errors.Is(err, ErrFull) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrNotFound) ||
+	return errors.Is(err, errs.ErrQueueFull) || errors.Is(err, errs.ErrTooLarge) || errors.Is(err, errs.ErrNotFound) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
@@ -208,8 +209,8 @@ func (s *Store) commitGroup(group []*request) {
 }
 
 // Append stores events at the tail, durable (fsynced unless NoSync) when it
-// returns nil. It returns ErrFull when they do not fit and the policy is
-// reject, and ErrTooLarge (wrapped, whatever the policy; nothing is evicted)
+// returns nil. It returns errs.ErrQueueFull when they do not fit and the policy is
+// reject, and errs.ErrTooLarge (wrapped, whatever the policy; nothing is evicted)
 // when they alone total more than MaxBytes. When ctx ends before the commit
 // it returns ctx.Err(), and the events may or may not have been stored.
 func (s *Store) Append(ctx context.Context, events [][]byte) error {
@@ -222,7 +223,7 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	}
 	if max := s.opt.MaxBytes; max > 0 && need > max {
 		// Checked before the writer: eviction could never make room, so nothing is evicted.
-		return fmt.Errorf("%d bytes of events, over the quota of %d: %w", need, max, ErrTooLarge)
+		return fmt.Errorf("%d bytes of events, over the quota of %d: %w", need, max, errs.ErrTooLarge)
 	}
 	return s.submit(ctx, &request{kind: opAppend, events: events, block: appendBlock(events), need: need})
 }

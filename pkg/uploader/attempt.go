@@ -72,7 +72,8 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	}
 	w.board.count(func(c *Counters) { c.Requests++ })
 
-	info := BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Error: string(o.NetError)}
+	t := &tried{b: b, bud: bud, o: o, first: first,
+		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Error: string(o.NetError)}}
 	var n next
 	if ackErr != nil {
 		// The batch before b is still queued: b's outcome is not routed (no retry state, no
@@ -80,7 +81,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 		w.log.Warn("the previous batch is not acknowledged; sending again from it", "events", len(b.Events), "code", o.code())
 		n = next{kind: nextRestart, err: ackErr}
 	} else {
-		n = w.route(b, bud, o, info, first)
+		n = w.route(t)
 	}
 	if w.hooks.OnAttempt != nil {
 		w.hooks.OnAttempt(AttemptInfo{Events: len(b.Events), Code: o.code(), Duration: took, Retry: retryCount, Path: pathOf(n)})
@@ -88,42 +89,50 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	return n
 }
 
+// tried is one attempt of a batch as route sees it.
+type tried struct {
+	b     *queue.Batch
+	bud   *budget.Budget
+	o     Outcome
+	info  BatchInfo
+	first time.Time // the batch's first attempt, for its dead letter
+}
+
 // route decides what follows an attempt's outcome.
-func (w *worker) route(b *queue.Batch, bud *budget.Budget, o Outcome, info BatchInfo, first time.Time) next {
-	n := len(b.Events)
+func (w *worker) route(t *tried) next {
+	n := len(t.b.Events)
 	split := w.cfg.Upload.SplitRejected
-	switch o.Class {
+	switch t.o.Class {
 	case ClassSuccess:
-		return orRestart(next{kind: nextDone}, w.startAck(b, info))
+		return orRestart(next{kind: nextDone}, w.startAck(t.b, t.info))
 	case ClassRateLimited:
-		wait, err := bud.RateLimited(o.RetryAfter)
-		return w.retryOrDead(b, bud, o, info, first, PathRateLimit, wait, err)
+		wait, err := t.bud.RateLimited(t.o.RetryAfter)
+		return w.retryOrDead(t, PathRateLimit, wait, err)
 	case ClassRetryable:
-		wait, err := bud.Failed()
-		return w.retryOrDead(b, bud, o, info, first, PathBackoff, wait, err)
+		wait, err := t.bud.Failed()
+		return w.retryOrDead(t, PathBackoff, wait, err)
 	case ClassTooLarge:
 		if split && n > 1 {
-			w.log.Info("batch too large for the destination; splitting", "events", n, "code", o.code())
+			w.log.Info("batch too large for the destination; splitting", "events", n, "code", t.o.code())
 			return next{kind: nextSplit}
 		}
-		return w.dead(b, info, o, first, fmt.Sprintf("too large: %s", o.describe()))
+		return w.dead(t, fmt.Sprintf("too large: %s", t.o.describe()))
 	default: // rejected
-		if split && n > 1 && (o.Status == 400 || o.Status == 422) {
-			w.log.Info("batch rejected; splitting to isolate bad events", "events", n, "status", o.Status)
+		if split && n > 1 && (t.o.Status == 400 || t.o.Status == 422) {
+			w.log.Info("batch rejected; splitting to isolate bad events", "events", n, "status", t.o.Status)
 			return next{kind: nextSplit}
 		}
-		return w.dead(b, info, o, first, fmt.Sprintf("rejected: %s", o.describe()))
+		return w.dead(t, fmt.Sprintf("rejected: %s", t.o.describe()))
 	}
 }
 
-// retryOrDead persists the retry state and waits, or dead-letters the batch when the budget
-// is spent.
-func (w *worker) retryOrDead(b *queue.Batch, bud *budget.Budget, o Outcome, info BatchInfo, first time.Time,
-	path string, wait time.Duration, spent error) next {
+// retryOrDead persists the retry state and waits wait on path, or dead-letters the batch when
+// the budget is spent.
+func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent error) next {
 	if spent != nil {
-		return w.dead(b, info, o, first, fmt.Sprintf("%v (last: %s)", spent, o.describe()))
+		return w.dead(t, fmt.Sprintf("%v (last: %s)", spent, t.o.describe()))
 	}
-	if err := w.q.SaveRetry(b, bud.State()); err != nil {
+	if err := w.q.SaveRetry(t.b, t.bud.State()); err != nil {
 		w.log.Warn("save retry state", "error", err)
 	}
 	w.board.count(func(c *Counters) {
@@ -133,21 +142,22 @@ func (w *worker) retryOrDead(b *queue.Batch, bud *budget.Budget, o Outcome, info
 			c.RetriesBackoff++
 		}
 	})
-	w.board.set(func(s *workerState) { s.Attempt = bud.Attempts() })
-	attrs := []any{"path", path, "attempt", bud.Attempts(), "wait", wait.String(), "events", len(b.Events)}
-	if o.Status != 0 {
-		attrs = append(attrs, "status", o.Status)
+	attempts := t.bud.Attempts()
+	w.board.set(func(s *workerState) { s.Attempt = attempts })
+	attrs := []any{"path", path, "attempt", attempts, "wait", wait.String(), "events", len(t.b.Events)}
+	if t.o.Status != 0 {
+		attrs = append(attrs, "status", t.o.Status)
 	}
-	if o.NetError != "" {
-		attrs = append(attrs, "error_class", string(o.NetError), "error", o.Err)
-	} else if o.Code != "" {
-		attrs = append(attrs, "code", o.Code)
+	if t.o.NetError != "" {
+		attrs = append(attrs, "error_class", string(t.o.NetError), "error", t.o.Err)
+	} else if t.o.Code != "" {
+		attrs = append(attrs, "code", t.o.Code)
 	}
 	w.log.Warn("upload failed; retrying", attrs...)
 	if w.hooks.OnRetry != nil {
 		w.hooks.OnRetry(path, wait)
 	}
-	return next{kind: nextWait, path: path, wait: wait, err: o.asError()}
+	return next{kind: nextWait, path: path, wait: wait, err: t.o.asError()}
 }
 
 // orRestart is n, or a restart from the head when the previous batch's ack failed.
@@ -159,17 +169,18 @@ func orRestart(n next, ackErr error) next {
 }
 
 // dead moves a batch to the dead letters with its reason.
-func (w *worker) dead(b *queue.Batch, info BatchInfo, o Outcome, first time.Time, reason string) next {
+func (w *worker) dead(t *tried, reason string) next {
+	info := t.info
 	d := queue.DeadInfo{
 		Reason:       reason,
 		ErrorClass:   info.Error,
 		Status:       info.Status,
 		Attempts:     info.Attempts,
-		FirstAttempt: first,
+		FirstAttempt: t.first,
 		LastAttempt:  w.clock.Now(),
-		Body:         o.Detail,
+		Body:         t.o.Detail,
 	}
-	if err := w.q.DeadLetter(b, d); err != nil {
+	if err := w.q.DeadLetter(t.b, d); err != nil {
 		w.log.Error("dead-letter a batch; it stays queued", "error", err)
 		return next{kind: nextPause, err: err}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
@@ -114,10 +115,10 @@ func queueConfig(cfg Config, o options) queue.Config {
 // returns after the commit (and fsync with queue.sync: always). Each event is a
 // map[string]any (or any value encoding/json turns into an object), a []byte, a string or a
 // json.RawMessage of one JSON object. It is all or nothing: one bad event (an *event.Error
-// with its Index) stores none. After Close it returns ErrClosed. When the queue is full it
-// returns an error matching ErrQueueFull with queue.when_full: reject, waits for room or ctx
+// with its Index) stores none. After Close it returns errs.ErrClosed. When the queue is full it
+// returns an error matching errs.ErrQueueFull with queue.when_full: reject, waits for room or ctx
 // with block, and evicts the oldest events (counted in Stats().Queue.Dropped) with drop_oldest.
-// Events that alone exceed queue.max_bytes get ErrTooLarge under every policy.
+// Events that alone exceed queue.max_bytes get errs.ErrTooLarge under every policy.
 func (c *Client) Enqueue(ctx context.Context, events ...any) error {
 	norm := make([][]byte, len(events))
 	for i, ev := range events {
@@ -143,7 +144,7 @@ func (c *Client) EnqueueNormalized(ctx context.Context, events ...[]byte) error 
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return ErrClosed
+		return errs.ErrClosed
 	}
 	c.intake.Add(1)
 	c.mu.Unlock()
@@ -193,13 +194,13 @@ func withIndex(err error, i int) error {
 // Flush asks the worker to upload now, ignoring batch.interval, and waits. It returns nil
 // when the queue is empty, ctx's error when ctx ends first, a *WaitingError when the worker
 // waits on a retry budget (the queue will not empty before its Until), the *HookError or
-// *ConfigError that keeps the head batch from being sent, or ErrClosed after Close.
+// *ConfigError that keeps the head batch from being sent, or errs.ErrClosed after Close.
 func (c *Client) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return ErrClosed
+		return errs.ErrClosed
 	}
 	c.w.flushing.Add(1)
 	defer c.w.flushing.Add(-1)
@@ -217,24 +218,24 @@ func (c *Client) Flush(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-c.w.done:
-			return ErrClosed
+			return errs.ErrClosed
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
 
-// Close stops intake (Enqueue returns ErrClosed), wakes the worker out of any wait, lets it
+// Close stops intake (Enqueue returns errs.ErrClosed), wakes the worker out of any wait, lets it
 // upload until the queue is empty or ctx ends, then closes the store. A retry wait longer
 // than the time left before ctx's deadline is not started: that batch stays on disk with its
 // retry state and goes first at the next Open. An attempt in flight when ctx ends is
 // cancelled, so Close returns within ctx's deadline plus a few milliseconds whatever the
-// collector does. Events left on disk are not an error. A second Close returns ErrClosed.
+// collector does. Events left on disk are not an error. A second Close returns errs.ErrClosed.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return ErrClosed
+		return errs.ErrClosed
 	}
 	c.closed = true
 	c.mu.Unlock()

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
-	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 	"github.com/outboxhq/outbox/pkg/store"
@@ -42,11 +42,11 @@ func TestClient_EnqueueFlush_DeliversWithHeaders(t *testing.T) {
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := c.Close(context.Background()); !errors.Is(err, uploader.ErrClosed) {
-		t.Errorf("second Close = %v, want ErrClosed", err)
+	if err := c.Close(context.Background()); !errors.Is(err, errs.ErrClosed) {
+		t.Errorf("second Close = %v, want errs.ErrClosed", err)
 	}
-	if err := c.Enqueue(context.Background(), track(9)); !errors.Is(err, uploader.ErrClosed) {
-		t.Errorf("Enqueue after Close = %v, want ErrClosed", err)
+	if err := c.Enqueue(context.Background(), track(9)); !errors.Is(err, errs.ErrClosed) {
+		t.Errorf("Enqueue after Close = %v, want errs.ErrClosed", err)
 	}
 }
 
@@ -75,11 +75,11 @@ func TestClient_Enqueue_FullQueueReturnsErrQueueFull(t *testing.T) {
 	for i := 0; i < 100 && err == nil; i++ {
 		err = c.Enqueue(context.Background(), track(i))
 	}
-	if !errors.Is(err, uploader.ErrQueueFull) {
-		t.Fatalf("Enqueue into a full queue = %v, want ErrQueueFull", err)
+	if !errors.Is(err, errs.ErrQueueFull) {
+		t.Fatalf("Enqueue into a full queue = %v, want errs.ErrQueueFull", err)
 	}
-	if !errors.Is(err, queue.ErrFull) || !errors.Is(uploader.ErrQueueFull, queue.ErrFull) || !errors.Is(queue.ErrFull, uploader.ErrQueueFull) {
-		t.Errorf("ErrQueueFull and queue.ErrFull do not match each other both ways")
+	if !errors.Is(err, errs.ErrQueueFull) || !errors.Is(errs.ErrQueueFull, errs.ErrQueueFull) || !errors.Is(errs.ErrQueueFull, errs.ErrQueueFull) {
+		t.Errorf("errs.ErrQueueFull and errs.ErrQueueFull do not match each other both ways")
 	}
 }
 
@@ -88,8 +88,8 @@ func TestOpen_LockedDataDirSaysOpenQueueOnce(t *testing.T) {
 	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
 	open(t, cfg, uploader.WithClock(budgettest.New(time.Time{})))
 	_, err := uploader.Open(cfg)
-	if !errors.Is(err, store.ErrLocked) {
-		t.Fatalf("second Open = %v, want an error matching store.ErrLocked", err)
+	if !errors.Is(err, errs.ErrLocked) {
+		t.Fatalf("second Open = %v, want an error matching errs.ErrLocked", err)
 	}
 	msg := err.Error()
 	if n := strings.Count(msg, "open queue"); n != 1 {
@@ -101,7 +101,7 @@ func TestOpen_LockedDataDirSaysOpenQueueOnce(t *testing.T) {
 }
 
 func TestDropReasons_AreTheStoresReasonStrings(t *testing.T) {
-	want := []string{store.DropOldest, store.DropDeadOverflow, store.DropChecksum}
+	want := []string{store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum}
 	if got := uploader.DropReasons(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("DropReasons() = %v, want the store's %v", got, want)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 func TestClient_ConcurrentEnqueueAndClose_EveryAcceptedEventIsDelivered(t *testing.T) {
@@ -24,7 +24,7 @@ func TestClient_ConcurrentEnqueueAndClose_EveryAcceptedEventIsDelivered(t *testi
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				err := c.Enqueue(context.Background(), track(g*100000+i))
-				if errors.Is(err, uploader.ErrClosed) {
+				if errors.Is(err, errs.ErrClosed) {
 					return
 				}
 				if err != nil {

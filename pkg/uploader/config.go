@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 // Defaults of the configuration keys Config covers.
@@ -136,17 +137,18 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports every invalid value in one error wrapping ErrInvalidConfig; each message
-// names its key, e.g. `upload.endpoint "ftp://x": must be an http or https URL`. Zero values
-// that Open would fill are accepted. upload.headers may not set, in any letter case, the
+// Validate reports every invalid value in one error wrapping errs.ErrInvalidConfig, each an
+// *errs.KeyError that carries its key (errs.KeyErrors lists them) and whose message names it,
+// e.g. `upload.endpoint "ftp://x": must be an http or https URL`. Zero values that Open would
+// fill are accepted; upload.ca_file must hold a PEM certificate. upload.headers may not set, in any letter case, the
 // headers outbox's wire contract owns: X-Retry-Count, Content-Type, Content-Encoding,
 // Content-Length, Transfer-Encoding, Host, User-Agent, and Authorization while
 // upload.write_key is set (`upload.headers.X-Retry-Count: reserved: …`).
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	var errs []error
+	var problems []error
 	bad := func(key string, v any, why string) {
-		errs = append(errs, fmt.Errorf("%s %v: %s", key, v, why))
+		problems = append(problems, errs.KeyErrorf(key, "%s %v: %s", key, v, why))
 	}
 	if u, err := url.Parse(c.Upload.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("upload.endpoint", fmt.Sprintf("%q", c.Upload.Endpoint), "must be an http or https URL")
@@ -157,12 +159,17 @@ func (c Config) Validate() error {
 	if c.Upload.Timeout < 0 {
 		bad("upload.timeout", c.Upload.Timeout, "must be greater than zero")
 	}
+	if c.Upload.CAFile != "" {
+		if _, err := loadCAFile(c.Upload.CAFile); err != nil {
+			problems = append(problems, &errs.KeyError{Key: "upload.ca_file", Err: err})
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(c.Upload.Headers)) {
 		if !validHeaderName(k) {
 			bad("upload.headers", fmt.Sprintf("%q", k), "is not a valid header name")
 		} else if why := reservedHeader(k, c.Upload.WriteKey != ""); why != "" {
 			// The value is not shown: it may be a credential.
-			errs = append(errs, fmt.Errorf("upload.headers.%s: %s", k, why))
+			problems = append(problems, errs.KeyErrorf("upload.headers", "upload.headers.%s: %s", k, why))
 		}
 	}
 	if c.Limits.MaxEventBytes < 0 {
@@ -171,11 +178,17 @@ func (c Config) Validate() error {
 	if c.Limits.MaxRequestBytes < 0 {
 		bad("limits.max_request_bytes", c.Limits.MaxRequestBytes, "must be greater than zero")
 	}
+	if c.Limits.MaxEventBytes > c.Limits.MaxRequestBytes {
+		problems = append(problems, &errs.KeyError{Key: "limits.max_event_bytes", Related: []string{"limits.max_request_bytes"},
+			Err: fmt.Errorf("limits.max_event_bytes (%d) is larger than limits.max_request_bytes (%d); raise the second or lower the first",
+				c.Limits.MaxEventBytes, c.Limits.MaxRequestBytes)})
+	}
 	if c.Batch.MaxEvents < 0 {
 		bad("batch.max_events", c.Batch.MaxEvents, "must be greater than zero")
 	}
 	if minBytes := envelopeBytes + c.Limits.MaxEventBytes; c.Batch.MaxBytes < minBytes {
-		bad("batch.max_bytes", c.Batch.MaxBytes, fmt.Sprintf("must hold one event of limits.max_event_bytes (at least %d)", minBytes))
+		problems = append(problems, &errs.KeyError{Key: "batch.max_bytes", Related: []string{"limits.max_event_bytes"},
+			Err: fmt.Errorf("batch.max_bytes %d: must hold one event of limits.max_event_bytes (at least %d)", c.Batch.MaxBytes, minBytes)})
 	}
 	if c.Batch.Interval < 0 {
 		bad("batch.interval", c.Batch.Interval, "must be greater than zero")
@@ -197,12 +210,12 @@ func (c Config) Validate() error {
 		bad("dead.max_bytes", c.Dead.MaxBytes, "must be greater than zero")
 	}
 	if err := c.Retry.Validate(); err != nil {
-		errs = append(errs, err)
+		problems = append(problems, err)
 	}
-	if len(errs) == 0 {
+	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	return fmt.Errorf("%w: %w", errs.ErrInvalidConfig, errors.Join(problems...))
 }
 
 // reservedHeader says why name (compared case-insensitively) may not be set through

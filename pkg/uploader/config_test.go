@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -74,8 +75,8 @@ func TestConfig_Validate_NamesTheKey(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Validate() = %v, want an error containing %q", err, tt.want)
 			}
-			if !errors.Is(err, uploader.ErrInvalidConfig) {
-				t.Errorf("error does not match ErrInvalidConfig")
+			if !errors.Is(err, errs.ErrInvalidConfig) {
+				t.Errorf("error does not match errs.ErrInvalidConfig")
 			}
 			if _, err := uploader.Open(c); err == nil {
 				t.Errorf("Open accepted the invalid config")
@@ -164,8 +165,8 @@ func TestConfig_Validate_RejectsHeadersTheWireContractOwns(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, uploader.ErrInvalidConfig) {
-				t.Fatalf("Validate() = %v, want an ErrInvalidConfig containing %q", err, tt.want)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, errs.ErrInvalidConfig) {
+				t.Fatalf("Validate() = %v, want an errs.ErrInvalidConfig containing %q", err, tt.want)
 			}
 			if strings.Contains(err.Error(), "s3cret-99") {
 				t.Errorf("the error shows the header's value (it may be a credential): %v", err)

@@ -2,8 +2,6 @@ package uploader
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/outboxhq/outbox/pkg/queue"
 )
@@ -23,36 +21,20 @@ type DeadLetters struct {
 func (c *Client) DeadLetters() *DeadLetters { return &DeadLetters{q: c.q} }
 
 // List returns every dead batch, oldest first, without its events.
-func (d *DeadLetters) List() ([]DeadBatch, error) {
-	list, err := d.q.DeadList()
-	return list, closedAsErrClosed(err)
-}
+func (d *DeadLetters) List() ([]DeadBatch, error) { return d.q.DeadList() }
 
-// Get returns one dead batch with its events; an unknown id is ErrNotFound.
-func (d *DeadLetters) Get(id string) (DeadBatch, error) {
-	b, err := d.q.DeadGet(id)
-	return b, closedAsErrClosed(err)
-}
+// Get returns one dead batch with its events; an unknown id is errs.ErrNotFound.
+func (d *DeadLetters) Get(id string) (DeadBatch, error) { return d.q.DeadGet(id) }
 
 // Replay moves dead batches (every one when ids is empty) back to the tail of the queue, oldest
 // first, in one transaction, and returns how many events it re-queued. When they do not fit in
-// queue.max_bytes now it returns ErrQueueFull, when they exceed it together ErrTooLarge; nothing
+// queue.max_bytes now it returns errs.ErrQueueFull, when they exceed it together errs.ErrTooLarge; nothing
 // moves then.
 func (d *DeadLetters) Replay(ctx context.Context, ids ...string) (int, error) {
-	n, err := d.q.DeadReplay(ctx, ids...)
-	return n, closedAsErrClosed(err)
+	return d.q.DeadReplay(ctx, ids...)
 }
 
 // Purge deletes dead batches (every one when ids is empty) and returns how many it deleted.
 func (d *DeadLetters) Purge(ctx context.Context, ids ...string) (int, error) {
-	n, err := d.q.DeadPurge(ctx, ids...)
-	return n, closedAsErrClosed(err)
-}
-
-// closedAsErrClosed reports a closed queue (the client was closed) as ErrClosed.
-func closedAsErrClosed(err error) error {
-	if errors.Is(err, queue.ErrClosed) {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
-	}
-	return err
+	return d.q.DeadPurge(ctx, ids...)
 }

@@ -20,9 +20,9 @@
 // Enqueue validates and normalises each event (pkg/event: messageId, timestamp, context.library)
 // and returns once the events are committed (and fsynced with queue.sync: always): an accepted
 // event survives a crash. It is all or nothing. When the stored events would pass
-// queue.max_bytes it returns ErrQueueFull (queue.when_full: reject, the default), waits for
+// queue.max_bytes it returns errs.ErrQueueFull (queue.when_full: reject, the default), waits for
 // room or ctx (block) or evicts the oldest events (drop_oldest); events that alone exceed
-// queue.max_bytes get ErrTooLarge, since no policy can make room for them. Delivery is at least once: a
+// queue.max_bytes get errs.ErrTooLarge, since no policy can make room for them. Delivery is at least once: a
 // crash between an upload and its acknowledgement sends that batch again with the same
 // messageIds, which collectors deduplicate.
 //
@@ -95,7 +95,7 @@
 //
 // Flush uploads now, ignoring batch.interval, and returns nil once the queue is empty, ctx's
 // error, a *WaitingError when the worker waits on a budget (its Path and Until), or the error
-// holding the head batch. Close stops intake (Enqueue returns ErrClosed), wakes the worker out
+// holding the head batch. Close stops intake (Enqueue returns errs.ErrClosed), wakes the worker out
 // of any wait, and lets it upload until the queue is empty or ctx ends; it never starts a wait
 // that would end after ctx's deadline and cancels the attempt in flight at the deadline, so it
 // returns within the deadline plus a few milliseconds whatever the collector does. What is not

@@ -1,31 +1,9 @@
 package uploader
 
 import (
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/outboxhq/outbox/pkg/queue"
 )
-
-// ErrClosed is returned by Enqueue, Flush and a second Close after Close was called.
-var ErrClosed = errors.New("uploader: client is closed")
-
-// ErrQueueFull is returned (wrapped) by Enqueue when the queue is full and queue.when_full is
-// reject. It is queue.ErrFull itself, so errors.Is matches either name.
-var ErrQueueFull = queue.ErrFull
-
-// ErrTooLarge is returned (wrapped) by Enqueue when the events of one call alone exceed
-// queue.max_bytes: they can never be queued, whatever queue.when_full says, so retrying is
-// pointless. It is queue.ErrTooLarge itself.
-var ErrTooLarge = queue.ErrTooLarge
-
-// ErrNotFound is returned (wrapped) by DeadLetters.Get for an unknown dead batch id. It is
-// queue.ErrNotFound itself.
-var ErrNotFound = queue.ErrNotFound
-
-// ErrInvalidConfig is wrapped by Config.Validate's error.
-var ErrInvalidConfig = errors.New("uploader: invalid configuration")
 
 // WaitingError is returned by Flush when the worker is waiting on a retry budget, so the queue
 // will not empty before Until. Path is "rate_limit" or "backoff".

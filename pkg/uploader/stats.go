@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/store"
 )
 
 // Stats is a snapshot of the client, in the shape of the agent's /v1/status. Zero times
@@ -23,20 +24,16 @@ type QueueStats struct {
 	Events    int64
 	Bytes     int64
 	OldestAge time.Duration // age of the oldest waiting event; 0 when empty
-	// Dropped counts events dropped since Open by reason: DropOldest (queue.when_full),
-	// DropDeadOverflow (dead.max_bytes), DropChecksum (a record that failed its CRC).
+	// Dropped counts events dropped since Open by reason (DropReasons): "drop_oldest" (evicted
+	// by queue.when_full: drop_oldest), "dead_overflow" (in a dead batch dropped past
+	// dead.max_bytes), "checksum" (a record that failed its CRC-32C; never uploaded).
 	Dropped map[string]int64
 }
 
-// Drop reasons, as in QueueStats.Dropped and Hooks.OnDrop (the queue's reason strings).
-const (
-	DropOldest       = queue.ReasonDropOldest   // "drop_oldest": evicted from the head by queue.when_full: drop_oldest
-	DropDeadOverflow = queue.ReasonDeadOverflow // "dead_overflow": in a dead batch dropped past dead.max_bytes
-	DropChecksum     = queue.ReasonChecksum     // "checksum": in a record that failed its CRC-32C; never uploaded
-)
-
 // DropReasons returns every drop reason, for exporting a zero series per reason up front.
-func DropReasons() []string { return []string{DropOldest, DropDeadOverflow, DropChecksum} }
+func DropReasons() []string {
+	return []string{store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum}
+}
 
 // DeadStats describes the dead letters.
 type DeadStats struct {
