@@ -7,7 +7,7 @@ LDFLAGS   := -X github.com/outboxhq/outbox/internal/version.Version=$(VERSION)
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 FUZZTIME  ?= 10s
 
-.PHONY: all build test test-short fuzz fuzz-long lint bench run clean
+.PHONY: all build test test-short fuzz fuzz-long lint bench run run-kafka clean
 
 all: build
 
@@ -50,6 +50,12 @@ bench: build
 # flowing with no account (see README "Quick start").
 run: build
 	$(BIN)/outbox run --dev
+
+# run-kafka: the agent delivering into a local 3-broker Kafka-protocol cluster (franz-go's
+# kfake, in memory) with a consumer that prints each record; no Kafka, no Docker (README
+# "Deliver to Kafka"). The cluster lives in cmd/kafka-dev: bin/outbox does not link it.
+run-kafka: build
+	$(GO) run ./cmd/kafka-dev -agent $(BIN)/outbox
 
 clean:
 	rm -rf $(BIN)

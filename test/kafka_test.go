@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -250,6 +251,25 @@ func TestKafka_SASL_Delivers_StatusNamesTheDestination_PasswordNeverShown(t *tes
 	for where, text := range map[string]string{"status": status, "agent logs": a.stderr.String(), "outbox config": out + stderr} {
 		if strings.Contains(text, password) {
 			t.Errorf("the SASL password shows in %s", where)
+		}
+	}
+}
+
+func TestKafka_Linking_UploaderHasNoFranzGo_TheProductHasNoKfake(t *testing.T) {
+	tests := []struct{ pkg, forbidden string }{
+		{"github.com/outboxhq/outbox/pkg/uploader", "github.com/twmb/franz-go"},
+		{"github.com/outboxhq/outbox/pkg/agent", "github.com/twmb/franz-go"},
+		{"github.com/outboxhq/outbox/cmd/outbox", "github.com/twmb/franz-go/pkg/kfake"},
+	}
+	for _, tt := range tests {
+		out, err := exec.Command("go", "list", "-deps", tt.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", tt.pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, tt.forbidden) {
+				t.Errorf("%s links %s", tt.pkg, dep)
+			}
 		}
 	}
 }
