@@ -14,6 +14,7 @@ type Config struct {
 	uploader.Config                   // data_dir, limits.*, upload.*, batch.*, retry.*, queue.*, dead.*
 	Agent           agent.Config      // ingest.*, shutdown.timeout (limits come from the uploader's)
 	Log             LogConfig         // log.*
+	Debug           DebugConfig       // debug.*
 	Dest            DestinationConfig // upload.destination, upload.kafka.* (destination.go)
 }
 
@@ -27,6 +28,11 @@ type LogConfig struct {
 func defaultConfig() Config {
 	return Config{Config: uploader.DefaultConfig(), Agent: agent.DefaultConfig(), Log: LogConfig{Level: "info", Format: "text"},
 		Dest: defaultDestination()}
+}
+
+// DebugConfig is the debug.* section.
+type DebugConfig struct {
+	PprofListen string // loopback host:port for net/http/pprof; "" = off
 }
 
 // kind is how a key's value is parsed.
@@ -142,6 +148,8 @@ var keys = []keyDef{
 		help: "bound on dead-letter bytes; past it the oldest dead batches are dropped"},
 	{key: "shutdown.timeout", kind: kindDuration, min: 1, field: func(c *Config) any { return &c.Agent.ShutdownTimeout },
 		help: "on SIGTERM, how long the last upload pass may take before exiting"},
+	{key: "debug.pprof_listen", kind: kindString, flag: "pprof", field: func(c *Config) any { return &c.Debug.PprofListen },
+		help: "loopback host:port serving net/http/pprof under /debug/pprof/ (outbox run --pprof); empty = off"},
 }
 
 // lookupKey returns the definition of key, or nil when no such key exists.

@@ -19,6 +19,7 @@ func (c *Config) agentConfig(log *slog.Logger) agent.Config {
 	a := c.Agent
 	a.MaxRequestBytes = int64(c.Limits.MaxRequestBytes)
 	a.MaxEventBytes = c.Limits.MaxEventBytes
+	a.QueueMaxBytes = c.Queue.MaxBytes
 	a.Logger = log
 	return a
 }

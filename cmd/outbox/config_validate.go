@@ -12,13 +12,16 @@ import (
 // command, so `outbox config` rejects exactly what `outbox run` would. The rules are the
 // packages' own (uploader.Config.Validate, agent.Config.Validate, on exactly the configurations
 // run hands them); each problem comes back as an *errs.KeyError naming its key (and, for a rule
-// between keys, the others), to which validate adds the source of every value. One rule belongs
-// to the binary: data_dir may not be set empty. Every error is a usageError (exit code 2).
+// between keys, the others), to which validate adds the source of every value. Two rules belong
+// to the binary: data_dir may not be set empty, and debug.pprof_listen must be loopback. Every error is a usageError (exit code 2).
 func (lc *loadedConfig) validate() error {
 	c := &lc.Config
 	if c.DataDir == "" {
 		return keyError("data_dir", lc.Sources["data_dir"], errors.New(
 			`must not be empty; name a directory (default ./outbox-data), or remove the setting`))
+	}
+	if err := checkPprofListen(c.Debug.PprofListen); err != nil {
+		return keyError("debug.pprof_listen", lc.Sources["debug.pprof_listen"], err)
 	}
 	var problems []error
 	for _, err := range []error{c.uploaderConfig().Validate(), c.agentConfig(nil).Validate(), c.validateDestination()} {

@@ -32,6 +32,11 @@ only needs its host pointed here. Every accepted event is on disk (data_dir) bef
 one worker uploads batches to upload.endpoint, with retries and dead letters.
 
 Admin and health: GET /v1/status, POST /v1/flush, /v1/dead..., GET /healthz, /readyz, /metrics.
+The status page is GET / (open http://127.0.0.1:8089/ in a browser): charts of the last hour,
+the retry state, the last results and the dead letters.
+
+--pprof 127.0.0.1:6060 (debug.pprof_listen) serves Go's profiling endpoints under /debug/pprof/
+on that address; only loopback addresses are accepted, and it is off by default.
 
 Stopping: the first SIGTERM or SIGINT stops intake (503), cuts retry waits short and makes one
 last upload pass bounded by shutdown.timeout (default 25s), then exits 0; what is not uploaded
@@ -51,6 +56,7 @@ names 'outbox recover') or serving fails; 2 for a configuration error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(a, cmd) },
 	}
 	cmd.Flags().BoolVar(&o.dev, "dev", false, "also run a local collector that prints batches, and upload to it")
+	cmd.Flags().String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060 (key debug.pprof_listen; default off)")
 	return cmd
 }
 
@@ -115,6 +121,13 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		closeQuick(client)
 		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Agent.Listen, err)
 	}
+	pp, err := startPprof(cfg.Debug.PprofListen, log)
+	if err != nil {
+		_ = ln.Close()
+		closeQuick(client)
+		return err
+	}
+	defer pp.Close()
 	log.Info("outbox agent ready", append(append([]any{"listen", ln.Addr().String(), "data_dir", cfg.DataDir},
 		cfg.destinationAttrs()...), "shutdown_timeout", cfg.Agent.ShutdownTimeout.String())...)
 

@@ -26,6 +26,7 @@ type Agent struct {
 	auth    *authenticator
 	body    *bodyReader
 	evOpts  event.Options
+	page    *statusPage
 	handler http.Handler
 
 	// baseCtx is the parent of every request context; cancelled once the client is closed
@@ -49,7 +50,9 @@ type Agent struct {
 
 // New validates cfg and builds an Agent over client. metrics may be nil (a fresh registry is
 // used, and no uploader hooks feed it); to count uploads, create it with NewMetrics first and
-// pass its Hooks to uploader.Open. The error names the configuration key at fault.
+// pass its Hooks to uploader.Open. The error names the configuration key at fault. New starts
+// the status page's sampler (one goroutine, reading the client's stats once a second);
+// Shutdown stops it.
 func New(cfg Config, client *uploader.Client, metrics *Metrics) (*Agent, error) {
 	if client == nil {
 		return nil, errors.New("agent.New: nil uploader client")
@@ -77,7 +80,14 @@ func New(cfg Config, client *uploader.Client, metrics *Metrics) (*Agent, error) 
 	}
 	a.baseCtx, a.cancelBase = context.WithCancel(context.Background())
 	metrics.setSource(func() gaugeValues { return gaugesFromStats(client.Stats()) })
+	if cfg.QueueMaxBytes > 0 {
+		if err := metrics.exportQueueMaxBytes(cfg.QueueMaxBytes); err != nil {
+			return nil, err
+		}
+	}
+	a.page = a.newStatusPage()
 	a.handler = a.routes()
+	a.bg.Go(func() { a.page.sampler.run(a.baseCtx) }) // ends in Shutdown
 	return a, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 )
 
@@ -53,6 +54,13 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Logger receives request and lifecycle logs (never secrets). nil → discard.
 	Logger *slog.Logger
+	// QueueMaxBytes is queue.max_bytes as the uploader was given it. The agent exports it as
+	// the outbox_queue_max_bytes gauge (for a "queue near full" alert) and the status page
+	// shows the queue's fill against it. 0 → neither.
+	QueueMaxBytes int64
+	// Clock paces the status page's per-second sampler. nil → the system clock; tests pass
+	// a fake one to step it.
+	Clock budget.Clock
 }
 
 // withDefaults returns a copy of c with zero values replaced by the defaults.
@@ -95,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxEventBytes < 0 {
 		return errs.KeyErrorf("limits.max_event_bytes", "limits.max_event_bytes %d: must be positive", c.MaxEventBytes)
+	}
+	if c.QueueMaxBytes < 0 {
+		return errs.KeyErrorf("queue.max_bytes", "queue.max_bytes %d: must be positive", c.QueueMaxBytes)
 	}
 	if c.ShutdownTimeout < 0 {
 		return errs.KeyErrorf("shutdown.timeout", "shutdown.timeout %s: must be positive", c.ShutdownTimeout)

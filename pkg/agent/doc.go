@@ -6,7 +6,9 @@
 //
 //	POST /v1/batch, /v1/import          Segment batch {"batch":[...],"context"?,"integrations"?}
 //	POST /v1/track|identify|page|...    one event; its type comes from the path
+//	GET  /                              the status page (page.html, embedded; charts drawn by its script)
 //	GET  /v1/status                     Status as JSON
+//	GET  /v1/samples[?since=<unix ms>]  the page's history (PageSamples): per-second samples, last hour
 //	POST /v1/flush[?wait=30s]           upload now; with wait, answer when done (FlushResult)
 //	GET  /v1/dead, /v1/dead/{id}        dead-letter batches
 //	POST /v1/dead/replay, /v1/dead/purge  {"ids":[...]} or {"all":true}
@@ -34,6 +36,16 @@
 //
 // Every time in a JSON answer (status, flush, dead letters) is RFC 3339 in UTC with exactly
 // three fractional digits, "2025-01-02T03:04:05.600Z" (TimeLayout).
+//
+// # Status page
+//
+// New starts a sampler that reads the client's Stats (and the upload attempts by code from the
+// metrics) once a second on Config.Clock into a fixed ring of one hour: 3600 rows of a few
+// int64 columns, about 230 KiB, allocated once. Level columns (queue events) are stored as
+// read, counter columns (events uploaded, failed attempts) as the change since the previous
+// sample, so the page draws rates directly. The page polls /v1/status and /v1/samples and
+// loads /v1/dead when the dead-letter counts change. Its Content-Security-Policy allows only
+// its inline script and style and requests to the agent itself.
 //
 // # Lifecycle
 //

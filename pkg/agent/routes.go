@@ -22,7 +22,9 @@ func (a *Agent) routes() http.Handler {
 		guarded("POST "+route, route, a.handleSingle(typ))
 	}
 
+	guarded("GET /{$}", "/", a.page.serveHTML)
 	guarded("GET /v1/status", "/v1/status", a.handleStatus)
+	guarded("GET /v1/samples", "/v1/samples", a.page.serveSamples)
 	guarded("POST /v1/flush", "/v1/flush", a.handleFlush)
 	guarded("GET /v1/dead", "/v1/dead", a.handleDeadList)
 	guarded("GET /v1/dead/{id}", "/v1/dead/{id}", a.handleDeadGet)

@@ -136,31 +136,9 @@ func (q *Queue) Close() error { return q.s.Close() }
 // Compact rewrites the data file with only its live data, online.
 func (q *Queue) Compact(ctx context.Context) error { return q.s.Compact(ctx) }
 
-// Stats is a cheap snapshot (kept in memory; safe to call per scrape).
-type Stats struct {
-	Events      int64            // queued events
-	Bytes       int64            // their stored bytes
-	Oldest      time.Time        // intake time of the head event (as Oldest); zero when empty
-	DeadBatches int64            // dead-letter batches
-	DeadEvents  int64            // events in them
-	DeadBytes   int64            // their bytes
-	FileBytes   int64            // size of the data file
-	Sync        string           // "always" or "none"
-	Commits     int64            // write transactions since open
-	Enqueued    int64            // events enqueued since open
-	Compactions int64            // data file compactions since open (online and Compact)
-	Dropped     map[string]int64 // events dropped since open, by reason
-}
-
-// Stats returns the queue's counters.
-func (q *Queue) Stats() Stats {
-	s := q.s.Stats()
-	return Stats{
-		Events: s.Events, Bytes: s.Bytes, Oldest: s.Oldest, DeadBatches: s.DeadBatches,
-		DeadEvents: s.DeadEvents, DeadBytes: s.DeadBytes, FileBytes: s.FileBytes, Sync: s.Sync,
-		Commits: s.Commits, Enqueued: s.Enqueued, Compactions: s.Compactions, Dropped: s.Dropped,
-	}
-}
+// Stats returns the store's counters: queued and dead events from memory, the file size from
+// one stat.
+func (q *Queue) Stats() store.Stats { return q.s.Stats() }
 
 // AckAll deletes the events of several batches in one transaction (one fsync), as Ack does
 // for one: a consumer that delivers batch after batch acknowledges the ones whose acks would

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
@@ -145,7 +144,7 @@ func (c *Client) Stats() Stats {
 }
 
 // fillQueueStats copies the queue's part of the snapshot.
-func fillQueueStats(s *Stats, qs queue.Stats, now time.Time) {
+func fillQueueStats(s *Stats, qs store.Stats, now time.Time) {
 	s.Queue = QueueStats{Events: qs.Events, Bytes: qs.Bytes, Dropped: qs.Dropped}
 	if !qs.Oldest.IsZero() {
 		s.Queue.OldestAge = max(now.Sub(qs.Oldest), 0)

@@ -1,0 +1,306 @@
+package agent_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/budget/budgettest"
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+var updateScreenshot = flag.Bool("update", false, "rewrite docs/status-page.png from the browser test")
+
+// findChromium returns the browser to drive: $CHROMIUM, else the first of the usual names on
+// PATH; "" when there is none.
+func findChromium() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// pageState is what the test reads off the rendered page.
+type pageState struct {
+	Refreshes   int            `json:"refreshes"`
+	Marker      bool           `json:"marker"`
+	Values      map[string]int `json:"values"`
+	Retry       string         `json:"retry"`
+	LastResult  string         `json:"lastResult"`
+	Points      map[string]int `json:"points"`
+	ResultRows  int            `json:"resultRows"`
+	DeadReasons []string       `json:"deadReasons"`
+	Banner      string         `json:"banner"`
+}
+
+const readPage = `(() => {
+  const values = {};
+  for (const e of document.querySelectorAll("[data-value]")) values[e.id] = Number(e.dataset.value);
+  const points = {};
+  for (const p of document.querySelectorAll("polyline[data-series]")) points[p.dataset.series] = Number(p.dataset.points);
+  return {
+    refreshes: Number(document.body.dataset.refreshes || 0),
+    marker: window.testMarker === true,
+    values,
+    retry: document.getElementById("retry-state").textContent,
+    lastResult: document.getElementById("last-result").textContent,
+    points,
+    resultRows: document.querySelectorAll("#results tr").length,
+    deadReasons: [...document.querySelectorAll("#dead tr")].map((tr) => tr.children.length > 2 ? tr.children[2].textContent : ""),
+    banner: document.getElementById("banner").style.display === "block" ? document.getElementById("banner").textContent : "",
+  };
+})()`
+
+// TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus runs traffic through an agent to a
+// loopback sink (accepted, then one batch rejected, then rate-limited), opens the status page
+// in headless Chromium and checks what it shows against /v1/status and /v1/samples. The
+// sampler runs on a fake clock, so two minutes of history take no real time.
+func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
+	browser := findChromium()
+	if browser == "" {
+		t.Skip("no chromium on PATH (set CHROMIUM, or apt-get install chromium): the status page's browser test is skipped")
+	}
+	const accepted, steps = 100, 130
+	// The fake clock ends near the real one, so the sampled seconds and the upload times on
+	// the page agree.
+	clock := budgettest.New(time.Now().Add(-steps * time.Second).Truncate(time.Second))
+	h := start(t, setup{
+		agent:  agent.Config{Clock: clock, QueueMaxBytes: 256 << 10},
+		faults: fmt.Sprintf("200x%d,400:body=event 0: invalid userId,429:ra=300:default", accepted),
+		upload: func(c *uploader.Config) { c.Upload.SplitRejected = false }, // the whole batch is dead-lettered
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range steps {
+		if err := clock.BlockUntil(ctx, 1); err != nil {
+			t.Fatalf("sampler never waited: %v", err)
+		}
+		n := 3 + (i*7)%11 + i/20
+		events := make([]string, n)
+		for k := range events {
+			events[k] = fmt.Sprintf(`{"type":"track","userId":"user-%d","event":"Step %d"}`, k, i)
+		}
+		if r := h.post("/v1/batch", `{"batch":[`+strings.Join(events, ",")+`]}`); r.code != http.StatusOK {
+			t.Fatalf("ingest: %d %s", r.code, r.body)
+		}
+		h.flush()
+		clock.Advance(time.Second)
+	}
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	bctx, events := startBrowser(t, browser)
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(h.url+"/")); err != nil {
+		t.Fatalf("opening the page: %v", err)
+	}
+	first := waitPage(t, bctx, "Number(document.body.dataset.refreshes || 0) >= 1")
+
+	st := h.status()
+	var s agent.PageSamples
+	h.get("/v1/samples").json(t, &s)
+	checkNumbers(t, first, st)
+	if st.Retry.Path != "rate_limit" || st.Retry.WaitingUntil == nil || st.Dead.Batches != 1 || st.Queue.Events == 0 {
+		t.Fatalf("traffic did not end rate-limited with a dead letter and a queue: %+v", st)
+	}
+	until := st.Retry.WaitingUntil.UTC().Format("15:04:05")
+	if want := "waiting for Retry-After until "; !strings.Contains(first.Retry, want) || !strings.Contains(first.Retry, until) ||
+		!strings.HasSuffix(first.Retry, fmt.Sprintf("attempt %d", st.Retry.Attempt)) {
+		t.Errorf("retry state %q, want %q%s, attempt %d", first.Retry, want, until, st.Retry.Attempt)
+	}
+	if first.LastResult != st.Upload.LastResult {
+		t.Errorf("last result %q, want %q", first.LastResult, st.Upload.LastResult)
+	}
+	if len(s.T) != steps {
+		t.Errorf("%d samples, want %d", len(s.T), steps)
+	}
+	// Every charted column the agent samples has a point per sample; one it does not sample
+	// (pending_events until the client's stats carry it) is not drawn.
+	for _, name := range []string{"queue_events", "pending_events", "enqueued", "uploaded", "errors", "attempts"} {
+		_, sampled := s.Series[name]
+		points, drawn := first.Points[name]
+		switch {
+		case !sampled && name != "pending_events":
+			t.Errorf("/v1/samples lacks column %s", name)
+		case sampled && points != len(s.T):
+			t.Errorf("chart series %s has %d points, want one per sample (%d)", name, points, len(s.T))
+		case !sampled && drawn:
+			t.Errorf("chart series %s is drawn although the agent samples no such column", name)
+		}
+	}
+	if first.ResultRows == 0 {
+		t.Error("no last results shown")
+	}
+	if len(first.DeadReasons) != 1 || !strings.HasPrefix(first.DeadReasons[0], "rejected") {
+		t.Errorf("dead-letter reasons %q, want one, rejected", first.DeadReasons)
+	}
+
+	// More traffic and one more sample: the page catches up without a reload (the marker
+	// set on the first load survives).
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[any]("window.testMarker = true")); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.post("/v1/track", `{"type":"track","userId":"late","event":"Late"}`); r.code != http.StatusOK {
+		t.Fatalf("ingest: %d %s", r.code, r.body)
+	}
+	clock.Advance(time.Second)
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	st = h.status()
+	later := waitPage(t, bctx, fmt.Sprintf(
+		"document.querySelector('polyline[data-series=queue_events]')?.dataset.points == %d && document.getElementById('queue-events').dataset.value == %d",
+		steps+1, st.Queue.Events))
+	if !later.Marker || later.Refreshes <= first.Refreshes {
+		t.Errorf("page reloaded or did not refresh: marker %v, refreshes %d then %d", later.Marker, first.Refreshes, later.Refreshes)
+	}
+	checkNumbers(t, later, st)
+
+	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	saveScreenshot(t, shot)
+	for _, e := range events.list() {
+		t.Errorf("browser: %s", e)
+	}
+}
+
+// checkNumbers compares the page's numbers with /v1/status.
+func checkNumbers(t *testing.T, ps pageState, st agent.Status) {
+	t.Helper()
+	if ps.Banner != "" {
+		t.Errorf("page shows an error: %s", ps.Banner)
+	}
+	want := map[string]int64{
+		"queue-events": st.Queue.Events, "queue-bytes": st.Queue.Bytes,
+		"dead-events": st.Dead.Events, "dead-batches": st.Dead.Batches, "dead-bytes": st.Dead.Bytes,
+		"store-bytes": st.Store.FileBytes,
+	}
+	for id, w := range want {
+		if got, ok := ps.Values[id]; !ok || int64(got) != w {
+			t.Errorf("page #%s = %d (shown: %v), want %d as in /v1/status", id, got, ok, w)
+		}
+	}
+}
+
+// waitPage waits until cond holds on the page, then reads it.
+func waitPage(t *testing.T, bctx context.Context, cond string) pageState {
+	t.Helper()
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		ps, _ := chromedp.Run(bctx, chromedp.Evaluate[pageState](readPage))
+		t.Fatalf("page never reached %s: %v; page: %+v", cond, err, ps)
+	}
+	ps, err := chromedp.Run(bctx, chromedp.Evaluate[pageState](readPage))
+	if err != nil {
+		t.Fatalf("reading the page: %v", err)
+	}
+	return ps
+}
+
+// browserEvents collects what the browser reports that a clean page never causes: script
+// errors, console errors, refused loads (a Content-Security-Policy violation among them) and
+// requests that leave loopback.
+type browserEvents struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (b *browserEvents) add(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.errs = append(b.errs, fmt.Sprintf(format, args...))
+}
+
+func (b *browserEvents) list() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.errs...)
+}
+
+// startBrowser starts headless Chromium with the flags that work on a machine without a
+// network, and a fresh profile; it stops with the test.
+func startBrowser(t *testing.T, path string) (context.Context, *browserEvents) {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000),
+		chromedp.Env("TZ=UTC"), // the page shows local times; the test compares them in UTC
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ev := &browserEvents{}
+	listen := func(e any) {
+		switch e := e.(type) {
+		case *runtime.EventExceptionThrown:
+			d := e.ExceptionDetails
+			desc := ""
+			if d.Exception != nil {
+				desc = d.Exception.Description
+			}
+			ev.add("script error at line %d: %s %s", d.LineNumber, d.Text, desc)
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError {
+				ev.add("console error: %v", e.Args)
+			}
+		case *log.EventEntryAdded:
+			if e.Entry.Level == log.EntryLevelError {
+				ev.add("log error: %s %s", e.Entry.Text, e.Entry.URL)
+			}
+		case *network.EventRequestWillBeSent:
+			if u := e.Request.URL; !strings.HasPrefix(u, "http://127.0.0.1:") && !strings.HasPrefix(u, "data:") {
+				ev.add("request outside loopback: %s", u)
+			}
+		}
+	}
+	bctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithListener(listen))
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	if err := chromedp.Do(bctx); err != nil { // start the browser without a timeout
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	return bctx, ev
+}
+
+// saveScreenshot writes the screenshot as a test artifact ($OUTBOX_ARTIFACTS, else the
+// system temp dir) and, with -update, as docs/status-page.png.
+func saveScreenshot(t *testing.T, png []byte) {
+	t.Helper()
+	dir := os.Getenv("OUTBOX_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "outbox-artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "status-page.png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	if *updateScreenshot {
+		if err := os.WriteFile("../../docs/status-page.png", png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
