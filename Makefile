@@ -15,8 +15,8 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/outbox ./cmd/outbox
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/e2e-cli ./cmd/e2e-cli
 
-# test: vet, the race-enabled suite (unit, loopback HTTP, subprocess signal and
-# crash tests) and short fuzz runs of the two parsers.
+# test: vet, the race-enabled suite (unit, loopback HTTP, in-process Kafka, subprocess
+# signal and crash tests) and short fuzz runs of the parsers.
 test: build
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
@@ -30,6 +30,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) ./pkg/event
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBatch$$' -fuzztime $(FUZZTIME) ./pkg/event
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./pkg/uploader
+	$(GO) test -run '^$$' -fuzz '^FuzzMemberKey$$' -fuzztime $(FUZZTIME) ./pkg/kafka
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=5m

@@ -107,8 +107,8 @@ func authOutcome(err error, written bool) uploader.Outcome {
 	}
 }
 
-// outcome classifies the finished attempt. ctx is the attempt's own context, still live.
-func (st *attemptState) outcome(ctx context.Context) uploader.Outcome {
+// outcome classifies an attempt every record of which has its answer.
+func (st *attemptState) outcome() uploader.Outcome {
 	st.mu.Lock()
 	err, failed := st.first, st.failed
 	st.mu.Unlock()
@@ -126,7 +126,7 @@ func (st *attemptState) outcome(ctx context.Context) uploader.Outcome {
 	case sevRejected:
 		o.Class, o.Code = uploader.ClassRejected, kerrName(err)
 	default:
-		o = st.retryable(o, err, ctx)
+		o = st.retryable(o, err)
 	}
 	o.Detail = fmt.Appendf(nil, "%d records failed: %v", failed, err)
 	return o
@@ -135,22 +135,21 @@ func (st *attemptState) outcome(ctx context.Context) uploader.Outcome {
 // retryable classifies a transient failure: a retriable Kafka error by its name, a network
 // error by whether it can have reached a broker; throttling turns either into a wait of the
 // time the cluster asked for.
-func (st *attemptState) retryable(o uploader.Outcome, err error, ctx context.Context) uploader.Outcome {
+func (st *attemptState) retryable(o uploader.Outcome, err error) uploader.Outcome {
 	o.Class = uploader.ClassRetryable
 	var ke *kerr.Error
 	switch {
 	case errors.As(err, &ke):
 		o.Code = ke.Message
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, kgo.ErrRecordTimeout):
-		// Not our context (it is live): records of an abandoned attempt, batched with ours by
-		// kgo, took ours down with them, or kgo gave up waiting.
-		o.NetError = st.netClass()
-	case errors.Is(err, kgo.ErrRecordRetries):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, kgo.ErrRecordRetries):
+		// Not our context, which is live: records of an abandoned attempt, batched with ours
+		// by kgo, took ours down with them, or kgo gave up on them.
 		o.NetError = st.netClass()
 	default:
 		o.NetError = netClass(err, st.written.Load())
 	}
-	if t := time.Duration(st.throttled.Load()); t > 0 && ctx.Err() == nil {
+	if t := time.Duration(st.throttled.Load()); t > 0 {
 		o.Class, o.RetryAfter = uploader.ClassRateLimited, t
 	}
 	return o

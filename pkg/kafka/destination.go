@@ -228,7 +228,7 @@ func (d *Destination) Send(ctx context.Context, b uploader.Batch) uploader.Outco
 		o.Bytes = size
 		return d.orRefused(o)
 	}
-	o := st.outcome(ctx)
+	o := st.outcome()
 	o.Bytes = size
 	o = d.orRefused(o)
 	if o.Class == uploader.ClassAborted && ctx.Err() == nil {
