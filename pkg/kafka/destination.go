@@ -131,6 +131,9 @@ func (d *Destination) clientOptions() ([]kgo.Opt, error) {
 		kgo.ClientID(c.clientID()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordRetries(recordRetries),
+		// The worker hands over a whole batch and waits for it: lingering for more records
+		// (kgo's default 10 ms) would only add that much to every batch.
+		kgo.ProducerLinger(0),
 		kgo.MetadataMinAge(metadataMinAge),
 		kgo.ProducerBatchCompression(codec(c.compression())),
 		kgo.DisableClientMetrics(), // no telemetry pushed to the user's cluster; a prompt Close
