@@ -48,6 +48,10 @@ func kafkaEnv(c *kfake.Cluster, extra map[string]string) map[string]string {
 	return env
 }
 
+// noRaceExitSleep keeps a race-enabled agent from sleeping 1 s at exit (the race runtime's
+// atexit_sleep_ms default), which would count against its shutdown deadline.
+var noRaceExitSleep = map[string]string{"GORACE": "atexit_sleep_ms=0"}
+
 // unusedEndpoint is the upload.endpoint of agents that deliver to Kafka.
 const unusedEndpoint = "http://127.0.0.1:1/unused"
 
@@ -186,7 +190,7 @@ func TestKafka_SIGTERM_DuringALongBackoff_ExitsInTime_RestartDelivers(t *testing
 	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
 	reader := readKafka(t, c)
 	dir := t.TempDir()
-	long := map[string]string{"OUTBOX_RETRY_BACKOFF_BASE": "5m", "OUTBOX_RETRY_BACKOFF_CAP": "10m"}
+	long := map[string]string{"OUTBOX_RETRY_BACKOFF_BASE": "5m", "OUTBOX_RETRY_BACKOFF_CAP": "10m", "GORACE": noRaceExitSleep["GORACE"]}
 	a := startAgent(t, dir, unusedEndpoint, kafkaEnv(c, long))
 	body, ids := trackBatch("kterm", 20)
 	if code, resp := post(t, a.url+"/v1/batch", body, false); code != http.StatusOK {
@@ -271,5 +275,48 @@ func TestKafka_Linking_UploaderHasNoFranzGo_TheProductHasNoKfake(t *testing.T) {
 				t.Errorf("%s links %s", tt.pkg, dep)
 			}
 		}
+	}
+}
+
+func TestKafka_SIGTERM_WithAProduceInFlight_ExitsInTime_TheBatchStaysQueued(t *testing.T) {
+	c := startKafka(t)
+	var hang atomic.Bool
+	hang.Store(true)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if hang.Load() {
+			c.SleepControl(func() { <-release }) // the broker takes the request and never answers
+		}
+		return nil, nil, false
+	})
+	reader := readKafka(t, c)
+	dir := t.TempDir()
+	a := startAgent(t, dir, unusedEndpoint, kafkaEnv(c, noRaceExitSleep))
+	body, ids := trackBatch("kflight", 20)
+	if code, resp := post(t, a.url+"/v1/batch", body, false); code != http.StatusOK {
+		t.Fatalf("ingest: %d %s", code, resp)
+	}
+	time.Sleep(300 * time.Millisecond) // batch.interval is 50 ms: the produce is in flight; not a timing assertion
+	a.signal(t, syscall.SIGTERM)
+	code, took := a.wait(t, 10*time.Second)
+	if code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	t.Logf("SIGTERM to exit with a produce in flight: %s", took.Round(time.Millisecond))
+	if limit := shutdownTimeout + time.Second; took > limit {
+		t.Errorf("exit took %s after SIGTERM with a produce in flight, want at most shutdown.timeout + 1s = %s", took, limit)
+	}
+	if !strings.Contains(a.stderr.String(), "events_left=20") {
+		t.Errorf("the agent did not leave the 20 events queued; stderr:\n%s", a.stderr.String())
+	}
+
+	hang.Store(false)
+	once.Do(func() { close(release) })
+	startAgent(t, dir, unusedEndpoint, kafkaEnv(c, nil))
+	if missing := reader.waitAll(ids, 20*time.Second); missing > 0 {
+		t.Fatalf("after restart %d of %d events never reached the topic", missing, len(ids))
 	}
 }

@@ -239,6 +239,7 @@ func TestSend_BrokerNeverAnswers_ReturnsAtTheDeadline_MaybeSent_CloseIsPrompt(t 
 
 	begin = time.Now()
 	_ = d.Close()
+	t.Logf("Close with a produce in flight took %s", time.Since(begin))
 	if took := time.Since(begin); took > 3*time.Second {
 		t.Fatalf("Close took %s with a produce in flight", took)
 	}
