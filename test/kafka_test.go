@@ -2,6 +2,7 @@ package test_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -318,5 +319,52 @@ func TestKafka_SIGTERM_WithAProduceInFlight_ExitsInTime_TheBatchStaysQueued(t *t
 	startAgent(t, dir, unusedEndpoint, kafkaEnv(c, nil))
 	if missing := reader.waitAll(ids, 20*time.Second); missing > 0 {
 		t.Fatalf("after restart %d of %d events never reached the topic", missing, len(ids))
+	}
+}
+
+func TestKafka_WrongSASLPassword_NothingDeadLettered_TheAgentSaysWhy(t *testing.T) {
+	c := startKafka(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "outbox", "right-pw"))
+	env := kafkaEnv(c, map[string]string{
+		"OUTBOX_UPLOAD_KAFKA_SASL_MECHANISM": "scram-sha-512",
+		"OUTBOX_UPLOAD_KAFKA_SASL_USERNAME":  "outbox",
+		"OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD":  "wrong-pw",
+		"OUTBOX_RETRY_MAX_RETRIES":           "1", // a refusal must not spend it: nothing may be dead-lettered
+	})
+	a := startAgent(t, t.TempDir(), unusedEndpoint, env)
+	body, _ := trackBatch("kbadpw", 10)
+	if code, resp := post(t, a.url+"/v1/batch", body, false); code != http.StatusOK {
+		t.Fatalf("ingest: %d %s", code, resp)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(a.stderr.String(), "refuses our credentials") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never said why nothing is delivered; stderr:\n%s", a.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // several more tries (batch.interval 50 ms); not a timing assertion
+	var st struct {
+		Queue  struct{ Events int64 }
+		Dead   struct{ Events int64 }
+		Upload struct {
+			LastResult string `json:"last_result"`
+		}
+	}
+	resp, err := http.Get(a.url + "/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Queue.Events != 10 || st.Dead.Events != 0 || !strings.Contains(strings.ToLower(st.Upload.LastResult), "sasl") {
+		t.Fatalf("status: queued %d, dead %d, last result %q; want 10, 0 and a SASL result", st.Queue.Events, st.Dead.Events, st.Upload.LastResult)
+	}
+	if n := strings.Count(a.stderr.String(), "refuses our credentials"); n != 1 {
+		t.Errorf("the refusal was logged %d times, want once", n)
+	}
+	if strings.Contains(a.stderr.String(), "wrong-pw") {
+		t.Error("the agent's log shows the password")
 	}
 }
