@@ -7,7 +7,7 @@ LDFLAGS   := -X github.com/outboxhq/outbox/internal/version.Version=$(VERSION)
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 FUZZTIME  ?= 10s
 
-.PHONY: all build test test-short fuzz fuzz-long lint bench run clean
+.PHONY: all build test test-short fuzz fuzz-long lint bench run run-kafka clean
 
 all: build
 
@@ -15,8 +15,8 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/outbox ./cmd/outbox
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/e2e-cli ./cmd/e2e-cli
 
-# test: vet, the race-enabled suite (unit, loopback HTTP, subprocess signal and
-# crash tests) and short fuzz runs of the two parsers.
+# test: vet, the race-enabled suite (unit, loopback HTTP, in-process Kafka, subprocess
+# signal and crash tests) and short fuzz runs of the parsers.
 test: build
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
@@ -30,6 +30,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) ./pkg/event
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBatch$$' -fuzztime $(FUZZTIME) ./pkg/event
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./pkg/uploader
+	$(GO) test -run '^$$' -fuzz '^FuzzMemberKey$$' -fuzztime $(FUZZTIME) ./pkg/kafka
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=5m
@@ -50,6 +51,12 @@ bench: build
 # flowing with no account (see README "Quick start").
 run: build
 	$(BIN)/outbox run --dev
+
+# run-kafka: the agent delivering into a local 3-broker Kafka-protocol cluster (franz-go's
+# kfake, in memory) with a consumer that prints each record; no Kafka, no Docker (README
+# "Deliver to Kafka"). The cluster lives in cmd/kafka-dev: bin/outbox does not link it.
+run-kafka: build
+	$(GO) run ./cmd/kafka-dev -agent $(BIN)/outbox
 
 clean:
 	rm -rf $(BIN)

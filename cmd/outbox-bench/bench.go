@@ -29,6 +29,7 @@ type bench struct {
 	faults      *drainResult
 	e2eLib      *e2eResult
 	e2eAg       *e2eAgentResult
+	kafka       *kafkaResult     // kafka.go
 	errs        map[string]error // by step: "ceiling", "enqueue", "hold", "restart", "faults", "e2e-lib", "e2e-agent"
 	enqueueErrs map[int]error
 }
@@ -93,7 +94,7 @@ func (b *bench) runSections(ctx context.Context) {
 		fn   func(context.Context)
 	}{
 		{"ceiling", b.runCeilings}, {"enqueue", b.runEnqueue}, {"agent", b.runAgent},
-		{"faults", b.runFaults}, {"e2e", b.runE2E},
+		{"faults", b.runFaults}, {"e2e", b.runE2E}, {"kafka", b.runKafka},
 	}
 	for _, s := range steps {
 		if on[s.name] && ctx.Err() == nil {

@@ -39,7 +39,7 @@ type options struct {
 }
 
 // allSections are the sections of the suite, in run order.
-func allSections() []string { return []string{"ceiling", "enqueue", "agent", "faults", "e2e"} }
+func allSections() []string { return []string{"ceiling", "enqueue", "agent", "faults", "e2e", "kafka"} }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options

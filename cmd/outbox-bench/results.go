@@ -25,6 +25,7 @@ func (b *bench) rows() []row {
 	rs = append(rs, b.drainRows()...)
 	rs = append(rs, b.e2eRows()...)
 	rs = append(rs, b.agentRows()...)
+	rs = append(rs, b.kafkaRows()...)
 	return rs
 }
 

@@ -11,10 +11,11 @@ import (
 // shutdown) and the log section, the only one that belongs to the binary. Defaults come from the
 // packages (defaultConfig); nothing is copied field by field.
 type Config struct {
-	uploader.Config              // data_dir, limits.*, upload.*, batch.*, retry.*, queue.*, dead.*
-	Agent           agent.Config // ingest.*, shutdown.timeout (limits come from the uploader's)
-	Log             LogConfig    // log.*
-	Debug           DebugConfig  // debug.*
+	uploader.Config                   // data_dir, limits.*, upload.*, batch.*, retry.*, queue.*, dead.*
+	Agent           agent.Config      // ingest.*, shutdown.timeout (limits come from the uploader's)
+	Log             LogConfig         // log.*
+	Debug           DebugConfig       // debug.*
+	Dest            DestinationConfig // upload.destination, upload.kafka.* (destination.go)
 }
 
 // LogConfig is the log.* section.
@@ -25,7 +26,8 @@ type LogConfig struct {
 
 // defaultConfig is every key's default: the packages' defaults, and the log section's.
 func defaultConfig() Config {
-	return Config{Config: uploader.DefaultConfig(), Agent: agent.DefaultConfig(), Log: LogConfig{Level: "info", Format: "text"}}
+	return Config{Config: uploader.DefaultConfig(), Agent: agent.DefaultConfig(), Log: LogConfig{Level: "info", Format: "text"},
+		Dest: defaultDestination()}
 }
 
 // DebugConfig is the debug.* section.
@@ -95,6 +97,29 @@ var keys = []keyDef{
 		help: "PEM file of CA certificates to trust for the endpoint; empty = system roots"},
 	{key: "upload.split_rejected", kind: kindBool, field: func(c *Config) any { return &c.Upload.SplitRejected },
 		help: "split a batch rejected with 400/413/422 in half to isolate bad events"},
+	// The destination, and the keys of the Kafka one (destination.go builds it).
+	{key: "upload.destination", kind: kindString, enum: []string{"http", "kafka"}, field: func(c *Config) any { return &c.Dest.Kind },
+		help: "http (POST batches to upload.endpoint) or kafka (produce each event to upload.kafka.topic)"},
+	{key: "upload.kafka.brokers", kind: kindList, field: func(c *Config) any { return &c.Dest.Kafka.Brokers },
+		help: "Kafka seed brokers as host:port; required with upload.destination: kafka"},
+	{key: "upload.kafka.topic", kind: kindString, field: func(c *Config) any { return &c.Dest.Kafka.Topic },
+		help: "topic every event is produced to; required with upload.destination: kafka"},
+	{key: "upload.kafka.key", kind: kindString, enum: []string{"messageId", "userId", "none"}, field: func(c *Config) any { return &c.Dest.Kafka.Key },
+		help: "record key: messageId (consumers deduplicate on it), userId (else anonymousId; per-user order) or none"},
+	{key: "upload.kafka.compression", kind: kindString, enum: []string{"none", "gzip", "snappy", "lz4", "zstd"}, field: func(c *Config) any { return &c.Dest.Kafka.Compression },
+		help: "record batch compression: none, gzip, snappy, lz4 or zstd"},
+	{key: "upload.kafka.client_id", kind: kindString, field: func(c *Config) any { return &c.Dest.Kafka.ClientID },
+		help: "client.id the brokers see (quotas, logs)"},
+	{key: "upload.kafka.tls", kind: kindBool, field: func(c *Config) any { return &c.Dest.Kafka.TLS },
+		help: "connect to the brokers with TLS"},
+	{key: "upload.kafka.ca_file", kind: kindString, field: func(c *Config) any { return &c.Dest.Kafka.CAFile },
+		help: "PEM file of CA certificates to trust for the brokers (needs upload.kafka.tls); empty = system roots"},
+	{key: "upload.kafka.sasl.mechanism", kind: kindString, field: func(c *Config) any { return &c.Dest.Kafka.SASL.Mechanism },
+		help: "SASL mechanism: plain, scram-sha-256 or scram-sha-512; empty = no SASL"},
+	{key: "upload.kafka.sasl.username", kind: kindString, field: func(c *Config) any { return &c.Dest.Kafka.SASL.Username },
+		help: "SASL username"},
+	{key: "upload.kafka.sasl.password", kind: kindString, secret: true, field: func(c *Config) any { return &c.Dest.Kafka.SASL.Password },
+		help: "SASL password; set it with OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD"},
 	{key: "batch.max_events", kind: kindInt, min: 1, field: func(c *Config) any { return &c.Batch.MaxEvents },
 		help: "send when this many events wait"},
 	{key: "batch.max_bytes", kind: kindSize, min: 1, field: func(c *Config) any { return &c.Batch.MaxBytes },

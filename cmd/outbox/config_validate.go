@@ -24,7 +24,7 @@ func (lc *loadedConfig) validate() error {
 		return keyError("debug.pprof_listen", lc.Sources["debug.pprof_listen"], err)
 	}
 	var problems []error
-	for _, err := range []error{c.uploaderConfig().Validate(), c.agentConfig(nil).Validate()} {
+	for _, err := range []error{c.uploaderConfig().Validate(), c.agentConfig(nil).Validate(), c.validateDestination()} {
 		if err == nil {
 			continue
 		}

@@ -100,7 +100,11 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		default:
 		}
 	}
-	client, err := uploader.Open(ucfg, uploader.WithLogger(log), uploader.WithHooks(hooks))
+	destOpts, err := cfg.destinationOptions(log)
+	if err != nil {
+		return err
+	}
+	client, err := uploader.Open(ucfg, append([]uploader.Option{uploader.WithLogger(log), uploader.WithHooks(hooks)}, destOpts...)...)
 	if err != nil {
 		if errors.Is(err, errs.ErrInvalidConfig) {
 			return usageErrorf("configuration: %w", err)
@@ -124,9 +128,8 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		return err
 	}
 	defer pp.Close()
-	log.Info("outbox agent ready", "listen", ln.Addr().String(), "data_dir", cfg.DataDir,
-		"destination", client.Stats().Upload.Destination,
-		"endpoint", redactURL(cfg.Upload.Endpoint), "shutdown_timeout", cfg.Agent.ShutdownTimeout.String())
+	log.Info("outbox agent ready", append(append([]any{"listen", ln.Addr().String(), "data_dir", cfg.DataDir},
+		cfg.destinationAttrs()...), "shutdown_timeout", cfg.Agent.ShutdownTimeout.String())...)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()

@@ -1,0 +1,274 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// recordRetries is how many times kgo retries a retriable error inside one attempt before the
+// error reaches the worker's budgets: enough to ride out a leader election, few enough that a
+// lasting failure shows up, with its Kafka name, in status and logs within seconds.
+const recordRetries = 3
+
+// metadataMinAge is the shortest interval between two metadata refreshes, down from kgo's 5 s:
+// kgo refreshes before each retry of a failed produce, so this paces those retries.
+const metadataMinAge = time.Second
+
+// closeWait bounds Close: the client's connections are torn down in the background after it.
+const closeWait = 2 * time.Second
+
+// Destination produces batches into one topic. It implements uploader.Destination; Send is
+// called by one goroutine at a time (the worker's), Close once after the last Send.
+type Destination struct {
+	cfg     Config
+	cl      *kgo.Client
+	log     *slog.Logger
+	key     keyFunc
+	attempt atomic.Pointer[attemptState] // the attempt in progress, for the kgo hooks
+
+	closeOnce sync.Once
+	closeErr  error
+
+	lastAbort atomic.Pointer[string] // the last configuration error logged, to log each once
+	authErr   atomic.Pointer[error]  // the cluster's refusal of our credentials, until a login works
+}
+
+// refused records that a connection failed SASL authentication and ends the attempt in
+// progress: no retry with the same credentials can succeed. It is kept (kgo may fail later
+// records with a plain EOF of the same refusal, between attempts) until a connection gets
+// through.
+func (d *Destination) refused(err error) {
+	d.authErr.Store(&err)
+	if st := d.attempt.Load(); st != nil {
+		st.refused(err)
+	}
+}
+
+// orRefused turns a transient outcome into the refusal of our credentials when that is what
+// the cluster last said.
+func (d *Destination) orRefused(o uploader.Outcome) uploader.Outcome {
+	if o.Class != uploader.ClassRetryable && o.Class != uploader.ClassRateLimited {
+		return o
+	}
+	if p := d.authErr.Load(); p != nil {
+		a := authOutcome(*p, o.Written)
+		a.Bytes = o.Bytes
+		return a
+	}
+	return o
+}
+
+var _ uploader.Destination = (*Destination)(nil)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	log     *slog.Logger
+	kgoOpts []kgo.Opt
+}
+
+// WithLogger sets the logger of the destination (and of kgo, at warn and above); nil
+// discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClientOptions adds kgo options after the destination's own, for tuning (for example
+// kgo.ProducerLinger or kgo.ProducerBatchMaxBytes). Options that weaken delivery
+// (kgo.RequiredAcks other than all, kgo.DisableIdempotentWrite) break the guarantees this
+// package documents: the caller takes them on.
+func WithClientOptions(opts ...kgo.Opt) Option {
+	return func(o *options) { o.kgoOpts = append(o.kgoOpts, opts...) }
+}
+
+// New validates cfg and builds the producer. It does not connect: the first Send does, so an
+// unreachable cluster at start is an outage the budgets ride out, not a failure to start.
+func New(cfg Config, opts ...Option) (*Destination, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	log := o.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Destination{cfg: cfg, log: log.With("destination", "kafka"), key: keyFor(cfg.key())}
+	kopts, err := d.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(kopts, o.kgoOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	d.cl = cl
+	if cfg.SASL.Mechanism == SASLPlain && !cfg.TLS {
+		d.log.Warn("SASL plain without TLS sends the password in clear; set upload.kafka.tls: true")
+	}
+	return d, nil
+}
+
+// clientOptions are the kgo options of cfg: idempotent (kgo's default) with acks from every
+// in-sync replica, said explicitly so that no default change can weaken them.
+func (d *Destination) clientOptions() ([]kgo.Opt, error) {
+	c := d.cfg
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.DefaultProduceTopic(c.Topic),
+		kgo.ClientID(c.clientID()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordRetries(recordRetries),
+		// The worker hands over a whole batch and waits for it: lingering for more records
+		// (kgo's default 10 ms) would only add that much to every batch.
+		kgo.ProducerLinger(0),
+		kgo.MetadataMinAge(metadataMinAge),
+		kgo.ProducerBatchCompression(codec(c.compression())),
+		kgo.DisableClientMetrics(), // no telemetry pushed to the user's cluster; a prompt Close
+		kgo.WithHooks(hooks{d}),
+		kgo.WithLogger(kgoLogger{d.log}),
+	}
+	if c.TLS {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.CAFile != "" {
+			pool, err := loadCAFile(c.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("%w: upload.kafka.ca_file: %w", ErrInvalidConfig, err)
+			}
+			tc.RootCAs = pool
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc)) // kgo sets ServerName to each broker's host
+	}
+	if m := mechanism(c.SASL); m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
+
+func codec(name string) kgo.CompressionCodec {
+	switch name {
+	case CompressionNone:
+		return kgo.NoCompression()
+	case CompressionGzip:
+		return kgo.GzipCompression()
+	case CompressionLZ4:
+		return kgo.Lz4Compression()
+	case CompressionZstd:
+		return kgo.ZstdCompression()
+	}
+	return kgo.SnappyCompression()
+}
+
+func mechanism(s SASLConfig) sasl.Mechanism {
+	switch s.Mechanism {
+	case SASLPlain:
+		return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism()
+	case SASLScramSHA256:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism()
+	case SASLScramSHA512:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism()
+	}
+	return nil
+}
+
+// Name is "kafka".
+func (d *Destination) Name() string { return "kafka" }
+
+// Config returns the configuration the destination was built with.
+func (d *Destination) Config() Config { return d.cfg }
+
+// Send produces every event of b as one record and waits until the cluster has acknowledged
+// them all, one failed, or ctx ends. When ctx ends first, Send returns at once: the records
+// still in flight are abandoned (kgo settles them in the background) and the batch stays
+// queued, to be produced again.
+func (d *Destination) Send(ctx context.Context, b uploader.Batch) uploader.Outcome {
+	n := len(b.Events)
+	if n == 0 {
+		return uploader.Outcome{Class: uploader.ClassSuccess}
+	}
+	st := newAttempt(n)
+	d.attempt.Store(st)
+	defer d.attempt.CompareAndSwap(st, nil)
+
+	// The events are valid only until Send returns, but an abandoned record outlives it in
+	// kgo's buffers: copy them, all into one block.
+	size := 0
+	for _, ev := range b.Events {
+		size += len(ev)
+	}
+	block := make([]byte, 0, size)
+	recs := make([]kgo.Record, n)
+	for i, ev := range b.Events {
+		start := len(block)
+		block = append(block, ev...)
+		v := block[start:len(block):len(block)]
+		recs[i] = kgo.Record{Value: v, Key: d.key(v)}
+	}
+	for i := range recs {
+		d.cl.Produce(ctx, &recs[i], st.promise)
+	}
+	select {
+	case <-st.done:
+	case <-st.authFail:
+		o := authOutcome(st.authErr, st.written.Load())
+		o.Bytes = size
+		d.logAbort(o.Err)
+		return o
+	case <-ctx.Done():
+		o := cutShort(ctx, st)
+		o.Bytes = size
+		return d.orRefused(o)
+	}
+	o := st.outcome()
+	o.Bytes = size
+	o = d.orRefused(o)
+	if o.Class == uploader.ClassAborted && ctx.Err() == nil {
+		d.logAbort(o.Err)
+	} else if o.Class == uploader.ClassSuccess {
+		d.lastAbort.Store(nil)
+	}
+	return o
+}
+
+// logAbort logs a configuration failure (a wrong SASL password) at error, once until it
+// changes or a batch gets through: the worker retries it every batch.interval without
+// spending budget, and the log should say why without repeating itself.
+func (d *Destination) logAbort(err error) {
+	msg := err.Error()
+	if p := d.lastAbort.Load(); p != nil && *p == msg {
+		return
+	}
+	d.lastAbort.Store(&msg)
+	d.log.Error("kafka refuses our credentials; batches stay queued (nothing is dead-lettered) until the configuration is fixed", "error", msg)
+}
+
+// Close closes the producer. Records still buffered (abandoned attempts) fail; their batches
+// are still queued. It waits at most closeWait, so a hung connection cannot hold shutdown.
+func (d *Destination) Close() error {
+	d.closeOnce.Do(func() {
+		done := make(chan struct{})
+		go func() { d.cl.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(closeWait):
+			d.closeErr = fmt.Errorf("kafka: the client did not close within %s; it finishes in the background", closeWait)
+		}
+	})
+	return d.closeErr
+}
+
+// Ping checks that a broker answers (with the configured TLS and SASL), for a start-up
+// probe. It is not needed before Send.
+func (d *Destination) Ping(ctx context.Context) error { return d.cl.Ping(ctx) }

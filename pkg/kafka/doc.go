@@ -1,0 +1,37 @@
+// Package kafka delivers outbox batches into a Kafka topic: it is an uploader.Destination built
+// on franz-go (kgo). One event is one record; its value is the stored event JSON as it is
+// (never re-encoded), its key the event's messageId by default, so consumers can deduplicate.
+//
+// The producer is idempotent with acks=all: the cluster acknowledges a record only once every
+// in-sync replica has it, and a produce request that kgo repeats after a lost answer is not
+// written twice. A batch is a success only when every one of its records is acknowledged;
+// otherwise the whole batch stays queued and is produced again by the worker, so a record the
+// cluster already had may arrive twice (at-least-once: deduplicate on the key).
+//
+// Each attempt ends in one uploader.Outcome, mapped onto the worker's two budgets:
+//
+//	every record acknowledged                          success
+//	retriable Kafka error (kerr.IsRetriable), broker   retryable (counted backoff); NetError
+//	unreachable, no answer within the attempt timeout  never_sent / maybe_sent for the network
+//	the same while the cluster throttles us            rate-limited, waiting the throttle time
+//	MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE           too large: the worker splits the batch
+//	                                                   (a single event is dead-lettered)
+//	SASL authentication failure                        aborted: our configuration, not the
+//	                                                   batch's fault; no budget is spent, nothing
+//	                                                   is dead-lettered, the batch stays queued
+//	                                                   and the error says why
+//	authorization and other non-retriable errors       rejected: dead-lettered with the error's
+//	                                                   name (replayable)
+//
+// kgo retries a retriable error a few times inside one attempt (a leader election is over in
+// a moment); past that the error reaches the worker, whose budgets decide. A produce still in
+// flight when the attempt's context ends (upload.timeout, or Close's deadline) is abandoned:
+// Send returns at once and the batch stays queued.
+//
+// The package is separate from pkg/uploader so that an application that does not deliver to
+// Kafka does not link franz-go. Use it with uploader.WithDestination:
+//
+//	dest, err := kafka.New(kafka.Config{Brokers: []string{"kafka-1:9092"}, Topic: "events"})
+//	if err != nil { ... }
+//	client, err := uploader.Open(cfg, uploader.WithDestination(dest))
+package kafka

@@ -1,0 +1,370 @@
+package test_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// kafkaTopic is the topic of the test clusters.
+const kafkaTopic = "events"
+
+// startKafka starts a 3-broker Kafka-protocol cluster in this process, on loopback.
+func startKafka(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(3), kfake.SeedTopics(6, kafkaTopic)}, opts...)...)
+	if err != nil {
+		t.Fatalf("start kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// kafkaEnv configures an agent for the cluster, through OUTBOX_* variables only.
+func kafkaEnv(c *kfake.Cluster, extra map[string]string) map[string]string {
+	env := map[string]string{
+		"OUTBOX_UPLOAD_DESTINATION":   "kafka",
+		"OUTBOX_UPLOAD_KAFKA_BROKERS": strings.Join(c.ListenAddrs(), ","),
+		"OUTBOX_UPLOAD_KAFKA_TOPIC":   kafkaTopic,
+		"OUTBOX_BATCH_MAX_EVENTS":     "100",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// noRaceExitSleep keeps a race-enabled agent from sleeping 1 s at exit (the race runtime's
+// atexit_sleep_ms default), which would count against its shutdown deadline.
+var noRaceExitSleep = map[string]string{"GORACE": "atexit_sleep_ms=0"}
+
+// unusedEndpoint is the upload.endpoint of agents that deliver to Kafka.
+const unusedEndpoint = "http://127.0.0.1:1/unused"
+
+// kafkaReader consumes the topic from the start in the background and counts each messageId
+// (the record key) it reads.
+type kafkaReader struct {
+	mu   sync.Mutex
+	seen map[string]int
+	n    int
+}
+
+func readKafka(t testing.TB, c *kfake.Cluster, opts ...kgo.Opt) *kafkaReader {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(kafkaTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &kafkaReader{seen: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
+				r.mu.Lock()
+				r.seen[string(rec.Key)]++
+				r.n++
+				r.mu.Unlock()
+			})
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; cl.Close() })
+	return r
+}
+
+// missing counts the ids not read yet.
+func (r *kafkaReader) missing(ids []string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if r.seen[id] == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// waitAll waits until every id was read, at most d; it returns how many are still missing.
+func (r *kafkaReader) waitAll(ids []string, d time.Duration) int {
+	deadline := time.Now().Add(d)
+	for {
+		m := r.missing(ids)
+		if m == 0 || time.Now().After(deadline) {
+			return m
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestKafka_AgentFromEnvOnly_TwoSIGKILLsMidProduce_NothingAcknowledgedLost(t *testing.T) {
+	c := startKafka(t)
+	produces := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Observe: true, Count: -1})
+	// Some produces fail with a retriable error, so batches are retried across the kills too.
+	var nth atomic.Int64
+	flaky := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1,
+		When: func(kmsg.Request) bool { return nth.Add(1)%10 == 0 }})
+	reader := readKafka(t, c)
+	dir := t.TempDir()
+	var (
+		mu    sync.Mutex
+		acked []string
+	)
+	const kills, producers, perBatch, killAfter, maxPerProducer = 2, 4, 10, 30, 60
+	for cycle := range kills {
+		a := startAgent(t, dir, unusedEndpoint, kafkaEnv(c, nil))
+		var requests atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := 0; n < maxPerProducer; n++ { // bounded, so the drain after the kills is too
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					body, ids := trackBatch(fmt.Sprintf("kk-c%d-g%d-n%d", cycle, g, n), perBatch)
+					code, _, err := tryPost(a.url+"/v1/batch", body, false)
+					if err != nil {
+						return // the agent is gone
+					}
+					if code == http.StatusOK {
+						mu.Lock()
+						acked = append(acked, ids...)
+						mu.Unlock()
+						requests.Add(1)
+					}
+				}
+			}()
+		}
+		// Kill once enough requests were acknowledged and produce requests are flowing.
+		before := produces.Hits()
+		deadline := time.Now().Add(20 * time.Second)
+		for requests.Load() < killAfter || produces.Hits() <= before+2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("cycle %d: %d requests acknowledged, %d produce requests", cycle, requests.Load(), produces.Hits()-before)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Logf("cycle %d: SIGKILL after %d acknowledged requests, %d produce requests", cycle, requests.Load(), produces.Hits()-before)
+		a.signal(t, syscall.SIGKILL)
+		close(stop)
+		a.wait(t, 5*time.Second)
+		wg.Wait()
+	}
+
+	flaky.Remove()
+	startAgent(t, dir, unusedEndpoint, kafkaEnv(c, nil))
+	begin := time.Now()
+	missing := reader.waitAll(acked, 60*time.Second)
+	t.Logf("after the restart every acknowledged event arrived within %s", time.Since(begin).Round(time.Millisecond))
+	reader.mu.Lock()
+	t.Logf("%d kills: %d acknowledged events, %d records read (%d distinct)", kills, len(acked), reader.n, len(reader.seen))
+	reader.mu.Unlock()
+	if missing > 0 {
+		t.Fatalf("%d of %d acknowledged events never reached the topic", missing, len(acked))
+	}
+}
+
+func TestKafka_SIGTERM_DuringALongBackoff_ExitsInTime_RestartDelivers(t *testing.T) {
+	c := startKafka(t)
+	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
+	reader := readKafka(t, c)
+	dir := t.TempDir()
+	long := map[string]string{"OUTBOX_RETRY_BACKOFF_BASE": "5m", "OUTBOX_RETRY_BACKOFF_CAP": "10m", "GORACE": noRaceExitSleep["GORACE"]}
+	a := startAgent(t, dir, unusedEndpoint, kafkaEnv(c, long))
+	body, ids := trackBatch("kterm", 20)
+	if code, resp := post(t, a.url+"/v1/batch", body, false); code != http.StatusOK {
+		t.Fatalf("ingest: %d %s", code, resp)
+	}
+	// The first attempt fails (after kgo's few retries inside it); the worker then waits out a
+	// backoff of minutes.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(a.stderr.String(), "NOT_ENOUGH_REPLICAS") || !strings.Contains(a.stderr.String(), "path=backoff") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not enter the backoff path; stderr:\n%s", a.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.signal(t, syscall.SIGTERM)
+	code, took := a.wait(t, 10*time.Second)
+	if code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	if limit := shutdownTimeout + time.Second; took > limit {
+		t.Errorf("exit took %s after SIGTERM, want at most shutdown.timeout + 1s = %s", took, limit)
+	}
+
+	fault.Remove() // the cluster recovers
+	startAgent(t, dir, unusedEndpoint, kafkaEnv(c, nil))
+	if missing := reader.waitAll(ids, 20*time.Second); missing > 0 {
+		t.Fatalf("after restart %d of %d events never reached the topic", missing, len(ids))
+	}
+}
+
+func TestKafka_SASL_Delivers_StatusNamesTheDestination_PasswordNeverShown(t *testing.T) {
+	const password = "s3cret-pw"
+	c := startKafka(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "outbox", password))
+	reader := readKafka(t, c, kgo.SASL(scram.Auth{User: "outbox", Pass: password}.AsSha256Mechanism()))
+	env := kafkaEnv(c, map[string]string{
+		"OUTBOX_UPLOAD_KAFKA_SASL_MECHANISM": "scram-sha-256",
+		"OUTBOX_UPLOAD_KAFKA_SASL_USERNAME":  "outbox",
+		"OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD":  password,
+	})
+	a := startAgent(t, t.TempDir(), unusedEndpoint, env)
+	body, ids := trackBatch("ksasl", 10)
+	if code, resp := post(t, a.url+"/v1/batch", body, false); code != http.StatusOK {
+		t.Fatalf("ingest: %d %s", code, resp)
+	}
+	if missing := reader.waitAll(ids, 15*time.Second); missing > 0 {
+		t.Fatalf("%d of %d events never reached the topic", missing, len(ids))
+	}
+	resp, err := http.Get(a.url + "/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	status := string(raw)
+	if !strings.Contains(status, `"kafka"`) {
+		t.Errorf("status does not name the kafka destination: %s", status)
+	}
+	code, out, stderr := runCLI(t, t.TempDir(), env, "", "config")
+	if code != 0 || !strings.Contains(out, "<redacted>") {
+		t.Errorf("outbox config: exit %d, output:\n%s%s", code, out, stderr)
+	}
+	for where, text := range map[string]string{"status": status, "agent logs": a.stderr.String(), "outbox config": out + stderr} {
+		if strings.Contains(text, password) {
+			t.Errorf("the SASL password shows in %s", where)
+		}
+	}
+}
+
+func TestKafka_Linking_UploaderHasNoFranzGo_TheProductHasNoKfake(t *testing.T) {
+	tests := []struct{ pkg, forbidden string }{
+		{"github.com/outboxhq/outbox/pkg/uploader", "github.com/twmb/franz-go"},
+		{"github.com/outboxhq/outbox/pkg/agent", "github.com/twmb/franz-go"},
+		{"github.com/outboxhq/outbox/cmd/outbox", "github.com/twmb/franz-go/pkg/kfake"},
+	}
+	for _, tt := range tests {
+		out, err := exec.Command("go", "list", "-deps", tt.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", tt.pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, tt.forbidden) {
+				t.Errorf("%s links %s", tt.pkg, dep)
+			}
+		}
+	}
+}
+
+func TestKafka_SIGTERM_WithAProduceInFlight_ExitsInTime_TheBatchStaysQueued(t *testing.T) {
+	c := startKafka(t)
+	var hang atomic.Bool
+	hang.Store(true)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if hang.Load() {
+			c.SleepControl(func() { <-release }) // the broker takes the request and never answers
+		}
+		return nil, nil, false
+	})
+	reader := readKafka(t, c)
+	dir := t.TempDir()
+	a := startAgent(t, dir, unusedEndpoint, kafkaEnv(c, noRaceExitSleep))
+	body, ids := trackBatch("kflight", 20)
+	if code, resp := post(t, a.url+"/v1/batch", body, false); code != http.StatusOK {
+		t.Fatalf("ingest: %d %s", code, resp)
+	}
+	time.Sleep(300 * time.Millisecond) // batch.interval is 50 ms: the produce is in flight; not a timing assertion
+	a.signal(t, syscall.SIGTERM)
+	code, took := a.wait(t, 10*time.Second)
+	if code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	t.Logf("SIGTERM to exit with a produce in flight: %s", took.Round(time.Millisecond))
+	if limit := shutdownTimeout + time.Second; took > limit {
+		t.Errorf("exit took %s after SIGTERM with a produce in flight, want at most shutdown.timeout + 1s = %s", took, limit)
+	}
+	if !strings.Contains(a.stderr.String(), "events_left=20") {
+		t.Errorf("the agent did not leave the 20 events queued; stderr:\n%s", a.stderr.String())
+	}
+
+	hang.Store(false)
+	once.Do(func() { close(release) })
+	startAgent(t, dir, unusedEndpoint, kafkaEnv(c, nil))
+	if missing := reader.waitAll(ids, 20*time.Second); missing > 0 {
+		t.Fatalf("after restart %d of %d events never reached the topic", missing, len(ids))
+	}
+}
+
+func TestKafka_WrongSASLPassword_NothingDeadLettered_TheAgentSaysWhy(t *testing.T) {
+	c := startKafka(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "outbox", "right-pw"))
+	env := kafkaEnv(c, map[string]string{
+		"OUTBOX_UPLOAD_KAFKA_SASL_MECHANISM": "scram-sha-512",
+		"OUTBOX_UPLOAD_KAFKA_SASL_USERNAME":  "outbox",
+		"OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD":  "wrong-pw",
+		"OUTBOX_RETRY_MAX_RETRIES":           "1", // a refusal must not spend it: nothing may be dead-lettered
+	})
+	a := startAgent(t, t.TempDir(), unusedEndpoint, env)
+	body, _ := trackBatch("kbadpw", 10)
+	if code, resp := post(t, a.url+"/v1/batch", body, false); code != http.StatusOK {
+		t.Fatalf("ingest: %d %s", code, resp)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(a.stderr.String(), "refuses our credentials") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never said why nothing is delivered; stderr:\n%s", a.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // several more tries (batch.interval 50 ms); not a timing assertion
+	var st struct {
+		Queue  struct{ Events int64 }
+		Dead   struct{ Events int64 }
+		Upload struct {
+			LastResult string `json:"last_result"`
+		}
+	}
+	resp, err := http.Get(a.url + "/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Queue.Events != 10 || st.Dead.Events != 0 || !strings.Contains(strings.ToLower(st.Upload.LastResult), "sasl") {
+		t.Fatalf("status: queued %d, dead %d, last result %q; want 10, 0 and a SASL result", st.Queue.Events, st.Dead.Events, st.Upload.LastResult)
+	}
+	if n := strings.Count(a.stderr.String(), "refuses our credentials"); n != 1 {
+		t.Errorf("the refusal was logged %d times, want once", n)
+	}
+	if strings.Contains(a.stderr.String(), "wrong-pw") {
+		t.Error("the agent's log shows the password")
+	}
+}
