@@ -75,7 +75,7 @@ func TestWithDestination_RoutesOutcomesOntoTheBudgetsAndDeadLetters(t *testing.T
 			cfg := testConfig(t.TempDir(), "http://127.0.0.1:1/unused")
 			c := open(t, cfg, uploader.WithDestination(d), uploader.WithClock(autoClock()))
 			enqueue(t, c, 0, 4)
-			settle(t, c)
+			flushThroughWaits(t, c)
 			st := c.Stats()
 			if st.Upload.Destination != "scripted" {
 				t.Errorf("Stats().Upload.Destination = %q, want the destination's name", st.Upload.Destination)
@@ -104,5 +104,22 @@ func TestWithDestination_RoutesOutcomesOntoTheBudgetsAndDeadLetters(t *testing.T
 				t.Error("Close did not close the destination")
 			}
 		})
+	}
+}
+
+// flushThroughWaits flushes until the queue is empty: Flush reports a budget wait as a
+// *WaitingError, which the auto-advancing clock ends at once.
+func flushThroughWaits(t *testing.T, c *uploader.Client) {
+	t.Helper()
+	ctx := waitCtx(t)
+	for {
+		err := c.Flush(ctx)
+		if err == nil {
+			return
+		}
+		var we *uploader.WaitingError
+		if !errors.As(err, &we) || ctx.Err() != nil {
+			t.Fatalf("Flush: %v", err)
+		}
 	}
 }
