@@ -33,6 +33,7 @@ type pageFile struct {
 type metaInfo struct {
 	pageSize int
 	root     uint64
+	freelist uint64 // the freelist page, or ^0 when the freelist is not stored
 	hwm      uint64 // high-water mark: pages [0, hwm) are in use or free
 	txid     uint64
 }
@@ -49,6 +50,7 @@ func readMeta(data []byte, off int) (m metaInfo, ok bool) {
 	}
 	m.pageSize = int(le.Uint32(p[24:]))
 	m.root = le.Uint64(p[32:])
+	m.freelist = le.Uint64(p[48:])
 	m.hwm = le.Uint64(p[56:])
 	m.txid = le.Uint64(p[64:])
 	h := fnv.New64a()

@@ -105,7 +105,10 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 			return rep, nil
 		}
 	}
-	sal := salvage(data)
+	sal, err := safeSalvage(data)
+	if err != nil {
+		return rep, fmt.Errorf("recover: read %s: %w; nothing was changed", path, err)
+	}
 	sal.report(&rep, int64(len(data)))
 	tmp := path + ".recover"
 	_ = os.Remove(tmp) // ours: left by a recover that crashed before its rename
@@ -168,14 +171,12 @@ func setAside(path string, now time.Time) (string, error) {
 }
 
 // checkHealthy reports whether the file at path (whose bytes are data)
-// opens and passes the full check, reading it with bbolt read-only. A file
-// with a damaged meta page is not healthy: bbolt would silently fall back
-// to the previous commit, losing the newest. A file shorter than its meta
-// page says is not opened at all (bbolt would fault reading the missing
-// pages).
+// passes the full check: the structure check of validateData first (so a
+// file with a damaged meta page is not healthy: bbolt would silently fall
+// back to the previous commit, losing the newest; and a damaged file is never
+// handed to bbolt), then every record's checksum, read with bbolt read-only.
 func checkHealthy(path string, data []byte) (res checkResult, ok bool) {
-	m, valid := metaPages(data)
-	if valid < 2 || m.hwm > uint64(len(data)/m.pageSize) {
+	if validateData(data) != nil {
 		return res, false
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -223,6 +224,17 @@ func (s *salvaged) report(rep *Report, size int64) {
 type oneValue []byte
 
 func (v oneValue) Get([]byte) []byte { return v }
+
+// safeSalvage is salvage, with a panic (a bug: the walker checks every
+// bound) reported as an error rather than taking the process down.
+func safeSalvage(data []byte) (s salvaged, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("salvage failed: %v", r)
+		}
+	}()
+	return salvage(data), nil
+}
 
 // salvage collects every record whose CRC verifies from the three buckets,
 // following the tree from the newest valid meta page. Where the tree could

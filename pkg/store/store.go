@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,7 +116,12 @@ func Open(dir string, opt Options) (*Store, error) {
 		_ = lock.unlock()
 		return nil, err
 	}
-	go s.run()
+	go func() {
+		// A page fault in the map (the file shrank under us) becomes a
+		// panic that the writer's transaction guard turns into a *CorruptError.
+		debug.SetPanicOnFault(true)
+		s.run()
+	}()
 	return s, nil
 }
 
@@ -123,6 +129,15 @@ func (s *Store) open() error {
 	var size int64
 	if fi, err := os.Stat(s.path); err == nil {
 		size = fi.Size()
+	}
+	if size > 0 {
+		// Before bbolt sees the file: see doc.go, "Checks, corruption, recovery".
+		if err := validateFile(s.path); err != nil {
+			if errors.Is(err, errDamaged) {
+				return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+			}
+			return fmt.Errorf("check data file %s: %w", s.path, err)
+		}
 	}
 	background := size > 0 && (s.opt.BackgroundCheckBytes < 0 || size > s.opt.BackgroundCheckBytes)
 	var mmap int
@@ -156,8 +171,12 @@ func (s *Store) open() error {
 	return nil
 }
 
-// openDB opens path with the options that suit an append-only queue.
+// openDB opens path with the options that suit an append-only queue. bbolt
+// scans the whole tree of an existing file here (the freelist is rebuilt, see
+// below), so path must be a file that passed validateFile or one this
+// process wrote itself.
 func openDB(path string, noSync bool, mmap int) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // bbolt may panic on a broken file
 			db, err = nil, fmt.Errorf("open panicked: %v", r)
@@ -183,9 +202,15 @@ func openDB(path string, noSync bool, mmap int) (db *bolt.DB, err error) {
 }
 
 // load creates missing buckets and reads the counters, head and last key.
-func (s *Store) load(db *bolt.DB) error {
+func (s *Store) load(db *bolt.DB) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil { // db.Update has rolled back
+			err = fmt.Errorf("%w: reading the file failed: %v", errDamaged, r)
+		}
+	}()
 	w := writerState{dropped: map[string]int64{}}
-	err := db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketEvents, bucketDead, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -322,7 +347,10 @@ func (s *Store) Oldest() (time.Time, bool) {
 	return s.pub.headTime, true
 }
 
-func (s *Store) view(fn func(tx *bolt.Tx) error) error {
+// view runs fn in a read transaction. A panic inside bbolt (a page damaged
+// since the file was checked) becomes the store's *CorruptError: intake
+// stops, nothing is written, and the process lives on.
+func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
 	s.dbmu.RLock()
 	defer s.dbmu.RUnlock()
 	select {
@@ -330,6 +358,12 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 		return ErrClosed
 	default:
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil { // db.View has rolled back
+			err = s.corrupted(r)
+		}
+	}()
 	return s.db.View(fn)
 }
 
@@ -355,6 +389,9 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 		case err := <-r.done:
 			return err
 		default:
+			if e := s.failed.Load(); e != nil {
+				return e
+			}
 			return ErrClosed
 		}
 	case <-ctx.Done():
