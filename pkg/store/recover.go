@@ -98,6 +98,11 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("recover: read %s: %w", path, err)
 	}
+	if len(data) == 0 {
+		// What bbolt makes a new queue from (Open treats it so): nothing to salvage.
+		rep.Healthy, rep.StoredEvents, rep.StoredDeadBatches = true, 0, 0
+		return rep, nil
+	}
 	if res, ok := checkHealthy(path, data); ok {
 		rep.Healthy = true
 		if !opt.Force {
