@@ -28,6 +28,7 @@ type pageFile struct {
 	pageSize int
 	seen     map[uint64]bool
 	badPages int
+	nested   int // elements flagged as buckets inside a bucket (outbox's buckets hold none: damage)
 }
 
 type metaInfo struct {
@@ -175,6 +176,8 @@ func (f *pageFile) walkBucket(v []byte, visit func(k, v []byte)) error {
 	leafOnly := func(flags uint32, k, val []byte) {
 		if flags&bucketLeafFlag == 0 {
 			visit(k, val)
+		} else {
+			f.nested++
 		}
 	}
 	if root := binary.LittleEndian.Uint64(v); root != 0 {

@@ -252,10 +252,14 @@ func salvage(data []byte) salvaged {
 	}
 	s := salvaged{pageSize: m.pageSize, hwm: m.hwm}
 	var lastEvent, lastDead []byte
+	found := 0 // of the events and dead buckets
 	f := &pageFile{data: data, pageSize: m.pageSize, seen: map[uint64]bool{}}
 	f.walk(m.root, 0, func(flags uint32, name, v []byte) {
 		if flags&bucketLeafFlag == 0 {
 			return
+		}
+		if bytes.Equal(name, bucketEvents) || bytes.Equal(name, bucketDead) {
+			found++
 		}
 		_ = f.walkBucket(v, func(k, val []byte) {
 			p, err := decodeRecord(val)
@@ -265,31 +269,37 @@ func salvage(data []byte) salvaged {
 			}
 			rec := kv{append([]byte(nil), k...), append([]byte(nil), val...)}
 			switch {
-			case bytes.Equal(name, bucketEvents) && len(k) == 20:
+			case bytes.Equal(name, bucketMeta) || (!bytes.Equal(name, bucketEvents) && !bytes.Equal(name, bucketDead) && len(k) != 20):
+				// The meta bucket, or one whose name was damaged holding meta keys.
+				switch {
+				case bytes.Equal(k, metaRetry):
+					s.retry = rec.v
+				case bytes.Equal(k, metaCounts):
+					if c, err := readCounts(oneValue(val)); err == nil {
+						s.stored = &c
+					}
+				}
+			case len(k) != 20:
+				s.badRecords++
+			case bytes.Equal(name, bucketDead) || (!bytes.Equal(name, bucketEvents) && isDeadPayload(p)):
+				if !isDeadPayload(p) {
+					s.badRecords++
+					return
+				}
+				s.dead = append(s.dead, rec)
+				lastDead = later(lastDead, rec.k)
+			default: // the events bucket, or one whose name was damaged
 				s.events = append(s.events, rec)
 				lastEvent = later(lastEvent, rec.k)
-			case bytes.Equal(name, bucketDead) && len(k) == 20:
-				if h, err := decodeDeadHeader(p); err != nil {
-					s.badRecords++
-				} else if _, err := deadEvents(h); err != nil {
-					s.badRecords++
-				} else {
-					s.dead = append(s.dead, rec)
-					lastDead = later(lastDead, rec.k)
-				}
-			case bytes.Equal(name, bucketMeta) && bytes.Equal(k, metaRetry):
-				s.retry = rec.v
-			case bytes.Equal(name, bucketMeta) && bytes.Equal(k, metaCounts):
-				if c, err := readCounts(oneValue(val)); err == nil {
-					s.stored = &c
-				}
 			}
 		})
 	})
 	s.badPages = f.badPages
+	s.badRecords += f.nested
 	switch {
-	case f.badPages > 0:
-		// Part of the tree is lost: take every record the walk missed.
+	case f.badPages > 0 || found < 2:
+		// Part of the tree is lost (or a bucket's header, so its pages were
+		// not reached): take every record the walk missed.
 		s.scanLeaves(f, nil, nil)
 	case valid == 1:
 		// The other meta page is damaged and may have been the newer one:
@@ -361,6 +371,16 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 		}
 		return meta.Put(metaCounts, encodeRecord(encodeCounts(c)))
 	})
+}
+
+// isDeadPayload reports whether p is a well-formed dead batch.
+func isDeadPayload(p []byte) bool {
+	h, err := decodeDeadHeader(p)
+	if err != nil {
+		return false
+	}
+	_, err = deadEvents(h)
+	return err == nil
 }
 
 // sortKV orders records by key and drops duplicate keys.

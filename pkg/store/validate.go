@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"runtime/debug"
 	"syscall"
 )
@@ -70,6 +71,9 @@ func validateData(data []byte) (err error) {
 	if !ok0 || !metaVersionOK(data, 0) {
 		return fmt.Errorf("%w: meta page 0 (the file's header) fails its checksum", errDamaged)
 	}
+	if len(data) < 2*m0.pageSize {
+		return fmt.Errorf("%w: the file is %d bytes, shorter than its two meta pages of %d: it was truncated", errDamaged, len(data), m0.pageSize)
+	}
 	m1, ok1 := readMeta(data, m0.pageSize)
 	if !ok1 || !metaVersionOK(data, m0.pageSize) || m1.pageSize != m0.pageSize {
 		return fmt.Errorf("%w: meta page 1 (the file's second header) fails its checksum", errDamaged)
@@ -92,9 +96,42 @@ func validateData(data []byte) (err error) {
 		return err
 	}
 	if m.freelist != noFreelist {
-		return v.freelist(m.freelist)
+		if err := v.freelist(m.freelist); err != nil {
+			return err
+		}
 	}
-	return nil
+	return v.rootBuckets(m.root)
+}
+
+// rootBuckets checks that the (validated) root holds outbox's three buckets,
+// or nothing (a file bbolt created that the store never opened): a damaged
+// name or flag would otherwise hide a bucket, and Open would create an empty
+// one in its place, losing what the old one holds.
+func (v *validator) rootBuckets(root uint64) error {
+	var names []string
+	var walk func(id uint64)
+	walk = func(id uint64) {
+		p := v.data[id*uint64(v.ps):]
+		if binary.LittleEndian.Uint16(p[8:]) == flagBranch {
+			for i := range int(binary.LittleEndian.Uint16(p[10:])) {
+				walk(binary.LittleEndian.Uint64(p[pageHeaderSize+i*elemSize+8:]))
+			}
+			return
+		}
+		elems, _ := leafElems(p[:(uint64(binary.LittleEndian.Uint32(p[12:]))+1)*uint64(v.ps)], nil, nil)
+		for _, e := range elems {
+			name := string(e.k)
+			if e.flags&bucketLeafFlag == 0 {
+				name += " (not a bucket)"
+			}
+			names = append(names, name)
+		}
+	}
+	walk(root)
+	if len(names) == 0 || slices.Equal(names, []string{string(bucketDead), string(bucketEvents), string(bucketMeta)}) {
+		return nil
+	}
+	return fmt.Errorf("%w: page %d: the file's root holds %q, not outbox's buckets dead, events and meta", errDamaged, root, names)
 }
 
 // metaVersionOK reports whether the meta page at off carries bbolt's format version.
