@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"runtime/debug"
+	"slices"
 	"syscall"
 )
 
