@@ -74,6 +74,9 @@ func printRecoverReport(out io.Writer, dir string, rep store.Report) {
 	if rep.MissingBytes > 0 {
 		fmt.Fprintf(out, "the file was truncated: %d byte(s) missing\n", rep.MissingBytes)
 	}
+	if rep.BadPages > 0 && !rep.Scanned {
+		fmt.Fprintln(out, "the pages the file's tree no longer reaches were read as well: events already uploaded may be sent again (collectors deduplicate on messageId)")
+	}
 	if rep.Scanned {
 		fmt.Fprintln(out, "the file's tree was unreadable, so every page was scanned: events already uploaded may be sent again (collectors deduplicate on messageId)")
 	}

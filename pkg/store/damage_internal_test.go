@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // damagedStore writes n events into a fresh store in a temp dir and closes it.
@@ -185,5 +187,68 @@ func TestStore_PageDamagedWhileOpen_ReadAndWriteStopIntakeWithCorruptError(t *te
 				t.Fatal("the store wrote to the file after finding it damaged")
 			}
 		})
+	}
+}
+
+// A file written with bbolt's stored freelist (its default) passes the check; a freelist that
+// frees a page in use does not.
+func TestValidate_StoredFreelistIsChecked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		err := db.Update(func(tx *bolt.Tx) error {
+			for _, name := range [][]byte{bucketDead, bucketEvents, bucketMeta} {
+				b, err := tx.CreateBucketIfNotExists(name)
+				if err != nil {
+					return err
+				}
+				for i := range 200 {
+					if err := b.Put(fmt.Appendf(nil, "k%d-%04d", round, i), bytes.Repeat([]byte{'v'}, 100)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	m, _ := metaPages(data)
+	if m.freelist == noFreelist {
+		t.Fatal("fixture without a stored freelist")
+	}
+	if err := validateData(data); err != nil {
+		t.Fatalf("a healthy file with a stored freelist: %v", err)
+	}
+	fl := data[int(m.freelist)*m.pageSize:]
+	if binary.LittleEndian.Uint16(fl[10:]) == 0 {
+		t.Fatal("fixture freelist is empty")
+	}
+	binary.LittleEndian.PutUint64(fl[pageHeaderSize:], m.root) // free the root page
+	if err := validateData(data); err == nil || !strings.Contains(err.Error(), "freelist") {
+		t.Fatalf("a freelist that frees the root page: %v, want it refused", err)
+	}
+}
+
+func TestSortKV_DropsStaleCopiesKeepsRecordsWhoseDamagedKeyCollides(t *testing.T) {
+	k := func(b byte) []byte { return append(bytes.Repeat([]byte{1}, 19), b) }
+	got := sortKV([]kv{{k(3), []byte("c")}, {k(1), []byte("a")}, {k(2), []byte("b")}, {k(1), []byte("a")}, {k(2), []byte("x")}})
+	var vals []string
+	for i, r := range got {
+		vals = append(vals, string(r.v))
+		if i > 0 && bytes.Compare(got[i-1].k, r.k) >= 0 {
+			t.Fatalf("keys not strictly increasing at %d", i)
+		}
+	}
+	if strings.Join(vals, "") != "abcx" {
+		t.Fatalf("sortKV kept %q, want a, b, c in order and the colliding x after them", vals)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -383,8 +384,33 @@ func isDeadPayload(p []byte) bool {
 	return err == nil
 }
 
-// sortKV orders records by key and drops duplicate keys.
+// sortKV orders records by key and drops duplicates (a stale copy found by a
+// scan: same key, same bytes). Records never change once written, so two
+// different records under one key mean a damaged key made one of them
+// collide with the other: both are kept, the second under a new key after
+// every other (out of order, never lost).
 func sortKV(r []kv) []kv {
-	slices.SortFunc(r, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
-	return slices.CompactFunc(r, func(a, b kv) bool { return bytes.Equal(a.k, b.k) })
+	slices.SortFunc(r, func(a, b kv) int {
+		if c := bytes.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.v, b.v)
+	})
+	var out, moved []kv
+	for i, rec := range r {
+		switch {
+		case i == 0 || !bytes.Equal(rec.k, r[i-1].k):
+			out = append(out, rec)
+		case !bytes.Equal(rec.v, r[i-1].v):
+			moved = append(moved, rec)
+		}
+	}
+	if len(moved) > 0 {
+		last, _ := ksuid.FromBytes(out[len(out)-1].k)
+		for _, rec := range moved {
+			last = last.Next()
+			out = append(out, kv{append([]byte(nil), last.Bytes()...), rec.v})
+		}
+	}
+	return out
 }

@@ -159,7 +159,7 @@ func (v *validator) page(id uint64) ([]byte, error) {
 	off := id * uint64(v.ps)
 	p := v.data[off:]
 	if got := binary.LittleEndian.Uint64(p); got != id {
-		return nil, v.fail(id, "names itself %d (overwritten or damaged)", got)
+		return nil, v.fail(id, "its header names page %d (overwritten or damaged)", got)
 	}
 	ov := uint64(binary.LittleEndian.Uint32(p[12:]))
 	if id+ov >= v.hwm {
