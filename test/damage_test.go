@@ -58,7 +58,8 @@ func TestDamage_AnyPageAnyKind_NoCommandPanics_RunRefuses_RecoverSavesEveryIntac
 
 // cases is every page (all) or a sample of pages (one of each kind, the
 // root, and a few drawn with a fixed seed) × random bytes, zeros and one
-// flipped byte; truncations; and files of the wrong size.
+// flipped byte (anywhere, in the page header, in the element table);
+// truncations; and files of the wrong size.
 func (fx *damageFixture) cases(all bool) []damageCase {
 	rng := rand.New(rand.NewPCG(10, 10))
 	pages := len(fx.kind)
@@ -81,9 +82,10 @@ func (fx *damageFixture) cases(all bool) []damageCase {
 			continue
 		}
 		seen[id] = true
-		for _, kind := range []string{"random", "zeros", "flip"} {
+		for _, kind := range []string{"random", "zeros", "flip", "flip_header", "flip_elements"} {
 			data := bytes.Clone(fx.data)
 			pg := data[id*fx.pageSize : (id+1)*fx.pageSize]
+			flip := func(lo, hi int) { pg[lo+rng.IntN(hi-lo)] ^= byte(1 + rng.IntN(255)) }
 			switch kind {
 			case "random":
 				for i := range pg {
@@ -92,7 +94,13 @@ func (fx *damageFixture) cases(all bool) []damageCase {
 			case "zeros":
 				clear(pg)
 			case "flip":
-				pg[rng.IntN(len(pg))] ^= byte(1 + rng.IntN(255))
+				flip(0, len(pg))
+			case "flip_header": // page id, type, element count, overflow
+				flip(0, 16)
+			case "flip_elements": // the element table of a branch or leaf: where each key and value is
+				if n := int(binary.LittleEndian.Uint16(pg[10:])); fx.spanOf[id] == id && n > 0 {
+					flip(16, min(16+16*n, len(pg)))
+				}
 			}
 			if bytes.Equal(data, fx.data) {
 				continue // zeros over a page of zeros
@@ -102,7 +110,7 @@ func (fx *damageFixture) cases(all bool) []damageCase {
 			switch {
 			case fx.kind[id] == "free" || fx.kind[id] == "unused":
 				c.open = 0
-			case kind != "flip" && whole:
+			case (kind == "random" || kind == "zeros") && whole:
 				c.open = 1
 			}
 			span := fx.spanOf[id]

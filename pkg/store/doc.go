@@ -120,8 +120,10 @@
 // taken already, <name>.corrupt-<UTC time to the µs>[-N] (a hard link, so an
 // existing file is never overwritten), and renames the fresh file into place:
 // a crash at any point leaves the original intact. It walks bbolt's pages
-// itself so that broken pages are skipped; with both meta pages unreadable it
-// scans every page as a possible leaf at each common page size. A scan can
+// itself so that broken pages are skipped; where the tree fails the structure
+// check (a lost page, a damaged reference that leads elsewhere) it also reads
+// every page the walk did not reach as a possible leaf; with both meta pages
+// unreadable it scans every page so, at each common page size. A scan can
 // bring back events already acknowledged (still on freed pages): duplicates,
 // never a loss. The Report says what is known of what could not be saved.
 //

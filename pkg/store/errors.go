@@ -3,8 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // ErrLocked is returned by Open when another process holds the data directory.
@@ -40,37 +38,3 @@ func (e *CorruptError) Error() string {
 
 // Unwrap returns the underlying failure.
 func (e *CorruptError) Unwrap() error { return e.Err }
-
-// corrupted records that a read inside bbolt panicked on the open file (a
-// page damaged after the file was checked): every later write returns the
-// *CorruptError, so the file is left as it is, and OnCorrupt is called (on a
-// goroutine of its own: the caller may hold the store's locks). It returns
-// the store's *CorruptError.
-func (s *Store) corrupted(cause any) *CorruptError {
-	ce := &CorruptError{Path: s.path, Dir: s.dir, Err: fmt.Errorf("%w: reading the file failed: %v", errDamaged, cause)}
-	if s.failed.CompareAndSwap(nil, ce) {
-		s.log.Error("data file is damaged; intake stopped", "path", s.path, "error", ce.Err)
-		if s.opt.OnCorrupt != nil {
-			go s.opt.OnCorrupt(ce)
-		}
-	}
-	return s.failed.Load()
-}
-
-// guardGroup is deferred by the writer around one group's transaction: a
-// panic inside bbolt rolls the transaction back, stops intake with the
-// *CorruptError and answers every request of the group with it.
-func (s *Store) guardGroup(tx *bolt.Tx, group []*request) {
-	r := recover()
-	if r == nil {
-		return
-	}
-	_ = tx.Rollback() // ErrTxClosed when it had committed
-	ce := s.corrupted(r)
-	for _, req := range group {
-		select {
-		case req.done <- ce:
-		default: // answered already
-		}
-	}
-}

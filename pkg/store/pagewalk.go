@@ -29,6 +29,7 @@ type pageFile struct {
 	seen     map[uint64]bool
 	badPages int
 	nested   int // elements flagged as buckets inside a bucket (outbox's buckets hold none: damage)
+	revisits int // pages referenced a second time: a damaged reference, so another page was not reached
 }
 
 type metaInfo struct {
@@ -118,7 +119,11 @@ func (f *pageFile) page(id uint64) []byte {
 
 // walk visits every leaf element under page id. Unreadable pages are counted.
 func (f *pageFile) walk(id uint64, depth int, visit func(flags uint32, k, v []byte)) {
-	if depth > maxDepth || f.seen[id] {
+	if f.seen[id] {
+		f.revisits++
+		return
+	}
+	if depth > maxDepth {
 		return
 	}
 	f.seen[id] = true

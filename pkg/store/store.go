@@ -347,26 +347,6 @@ func (s *Store) Oldest() (time.Time, bool) {
 	return s.pub.headTime, true
 }
 
-// view runs fn in a read transaction. A panic inside bbolt (a page damaged
-// since the file was checked) becomes the store's *CorruptError: intake
-// stops, nothing is written, and the process lives on.
-func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
-	s.dbmu.RLock()
-	defer s.dbmu.RUnlock()
-	select {
-	case <-s.stopped:
-		return ErrClosed
-	default:
-	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil { // db.View has rolled back
-			err = s.corrupted(r)
-		}
-	}()
-	return s.db.View(fn)
-}
-
 // submit hands r to the writer and waits for its answer or ctx.
 func (s *Store) submit(ctx context.Context, r *request) error {
 	if e := s.failed.Load(); e != nil {

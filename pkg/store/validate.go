@@ -82,6 +82,17 @@ func validateData(data []byte) (err error) {
 	if m1.txid > m0.txid {
 		m = m1
 	}
+	return validateTree(data, m)
+}
+
+// validateTree checks the tree of meta page m, as validateData does.
+func validateTree(data []byte, m metaInfo) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: reading the file failed: %v", errDamaged, r)
+		}
+	}()
 	ps := m.pageSize
 	if pages := uint64(len(data) / ps); m.hwm > pages {
 		return fmt.Errorf("%w: the file is %d bytes but its meta page says it holds %d pages of %d bytes: it was truncated",
