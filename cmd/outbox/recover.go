@@ -28,7 +28,7 @@ before the cut; a file with no readable header at all is scanned page by page. W
 could not be followed, events already uploaded may come back (collectors deduplicate on
 messageId). It exits 1 only when it could not write the fresh file (and then changes nothing).
 
-A file that passes the full check (bbolt's structure and every record's checksum) is left as
+A file that passes the full check (the file's structure and every record's checksum) is left as
 it is; --force rebuilds it anyway.
 
 The agent must be stopped. Once you are satisfied, delete the .corrupt- file yourself.`,

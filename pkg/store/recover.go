@@ -22,13 +22,15 @@ type Report struct {
 	MovedTo    string // where the old file now lives (inside the data directory); empty when nothing was moved
 
 	// Healthy is true when the file opened and passed the full check
-	// (bbolt's structure and every record's checksum). Without
+	// (the file's structure and every record's checksum). Without
 	// RecoverOptions.Force, Recover then changes nothing: MovedTo is empty
 	// and Saved is 0, and StoredEvents/StoredDeadBatches are what the file
 	// holds.
 	Healthy bool
-	// BadRecords counts records that were found but fail their checksum (or
-	// are malformed dead batches): each was one event or one dead batch.
+	// BadRecords counts records that were found but fail their checksum, are
+	// malformed dead batches, or whose element is damaged (a key of the
+	// wrong length, a bucket flag in a bucket of records): each was one
+	// event or one dead batch.
 	BadRecords int
 	// BadPages counts pages the file's tree points at that could not be read
 	// (beyond the end of the file, not naming themselves, malformed). Each
