@@ -1,6 +1,8 @@
 package test_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -70,5 +72,47 @@ func TestDamage_RunRefuses_RecoverSaves_AgentThenDeliversWhatWasSaved(t *testing
 	}
 	if got := s.Stats().Unique; got != int64(saved) {
 		t.Fatalf("delivered %d distinct events, recover saved %d", got, saved)
+	}
+}
+
+// The file's root page zeroed under a running agent (damage that only a later read finds): the
+// next write stops intake with the error naming `outbox recover`, the agent exits 1 without a
+// panic, and the file is left as it was.
+func TestDamage_PageDamagedUnderARunningAgent_IntakeStops_AgentExits1NamingRecover(t *testing.T) {
+	s := sinktest.Start(t, sink.Options{})
+	dir := t.TempDir()
+	a := startAgent(t, dir, s.URL()+"/v1/batch", nil)
+	path := filepath.Join(dir, store.FileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := os.Getpagesize()
+	meta := data[16:] // bbolt's meta: root bucket at +16, txid at +48
+	if binary.LittleEndian.Uint64(data[ps+16+48:]) > binary.LittleEndian.Uint64(data[16+48:]) {
+		meta = data[ps+16:]
+	}
+	root := int64(binary.LittleEndian.Uint64(meta[16:]))
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, ps), root*int64(ps)); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	damaged, _ := os.ReadFile(path)
+
+	code, body := post(t, a.url+"/v1/track", []byte(`{"userId":"u","event":"after the damage"}`), false)
+	if code == 200 {
+		t.Fatalf("ingest accepted an event into a damaged file: %d %s", code, body)
+	}
+	got, _ := a.wait(t, 15*time.Second)
+	noPanic(t, []string{"run"}, got, a.stderr.String())
+	if got != 1 || !strings.Contains(a.stderr.String(), "outbox recover") || !strings.Contains(a.stderr.String(), path) {
+		t.Fatalf("agent on a file damaged under it: exit %d, want 1 naming %s and outbox recover:\n%s", got, path, a.stderr.String())
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, damaged) {
+		t.Fatal("the agent wrote to the file after finding it damaged")
 	}
 }

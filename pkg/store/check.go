@@ -25,7 +25,7 @@ func checkDB(db *bolt.DB, quit <-chan struct{}) (res checkResult, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // db.View has rolled back
-			err = fmt.Errorf("%w: reading the file failed: %v", errDamaged, r)
+			err = panicErr(r)
 		}
 	}()
 	err = db.View(func(tx *bolt.Tx) error {

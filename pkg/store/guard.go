@@ -37,7 +37,7 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
 // goroutine of its own: the caller may hold the store's locks). It returns
 // the store's *CorruptError.
 func (s *Store) corrupted(cause any) *CorruptError {
-	ce := &CorruptError{Path: s.path, Dir: s.dir, Err: fmt.Errorf("%w: reading the file failed: %v", errDamaged, cause)}
+	ce := &CorruptError{Path: s.path, Dir: s.dir, Err: panicErr(cause)}
 	if s.failed.CompareAndSwap(nil, ce) {
 		s.log.Error("data file is damaged; intake stopped", "path", s.path, "error", ce.Err)
 		if s.opt.OnCorrupt != nil {
@@ -63,4 +63,9 @@ func (s *Store) guardGroup(tx *bolt.Tx, group []*request) {
 		default: // answered already
 		}
 	}
+}
+
+// panicErr is what a panic inside bbolt (r) says about the file.
+func panicErr(r any) error {
+	return fmt.Errorf("%w: bbolt failed reading a page (%v)", errDamaged, r)
 }

@@ -206,7 +206,7 @@ func (s *Store) load(db *bolt.DB) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // db.Update has rolled back
-			err = fmt.Errorf("%w: reading the file failed: %v", errDamaged, r)
+			err = panicErr(r)
 		}
 	}()
 	w := writerState{dropped: map[string]int64{}}
