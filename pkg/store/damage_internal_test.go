@@ -252,3 +252,26 @@ func TestSortKV_DropsStaleCopiesKeepsRecordsWhoseDamagedKeyCollides(t *testing.T
 		t.Fatalf("sortKV kept %q, want a, b, c in order and the colliding x after them", vals)
 	}
 }
+
+func TestRecover_CannotWriteTheFreshFile_FailsSayingSoAndChangesNothing(t *testing.T) {
+	dir, path := damagedStore(t, 500)
+	data, _ := os.ReadFile(path)
+	clear(data[:4096]) // meta page 0: not healthy
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A directory where the fresh file must go (a full or read-only disk does the same).
+	if err := os.MkdirAll(filepath.Join(path+".recover", "in-the-way"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Recover(dir)
+	if err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("recover: %v, want an error saying nothing was changed", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+		t.Fatal("the damaged file was changed")
+	}
+	if moved, _ := filepath.Glob(path + ".corrupt-*"); len(moved) != 0 {
+		t.Fatalf("the damaged file was moved aside: %v", moved)
+	}
+}

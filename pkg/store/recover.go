@@ -119,7 +119,7 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	_ = os.Remove(tmp) // ours: left by a recover that crashed before its rename
 	db, err := openDB(tmp, false, 0)
 	if err != nil {
-		return rep, fmt.Errorf("recover: create fresh file: %w", err)
+		return rep, fmt.Errorf("recover: create the fresh file %s: %w; nothing was changed", tmp, err)
 	}
 	err = writeSalvage(db, sal, &rep)
 	if cerr := db.Close(); err == nil {
@@ -127,11 +127,11 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return rep, err
+		return rep, fmt.Errorf("%w; nothing was changed", err)
 	}
 	if rep.MovedTo, err = setAside(path, opt.Now()); err != nil {
 		_ = os.Remove(tmp)
-		return rep, fmt.Errorf("recover: move aside: %w", err)
+		return rep, fmt.Errorf("recover: move aside: %w; nothing was changed", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return rep, fmt.Errorf("recover: put the fresh file %s in place: %w", tmp, err)
