@@ -129,6 +129,9 @@ func (s *Store) fixCounts(res checkResult) {
 		DeadBatches: res.actual.DeadBatches - res.stored.DeadBatches,
 		DeadEvents:  res.actual.DeadEvents - res.stored.DeadEvents, DeadBytes: res.actual.DeadBytes - res.stored.DeadBytes,
 	}
-	s.log.Warn("stored counters were off; corrected", "events_delta", d.Events, "bytes_delta", d.Bytes)
+	// Fewer records than counted: a damaged page header can hide records
+	// (the file still passes every check), so say so where an operator looks.
+	s.log.Warn("stored counters were off; corrected (fewer events than counted can mean a damaged page: outbox recover --force reports what it can read)",
+		"path", s.path, "events_delta", d.Events, "bytes_delta", d.Bytes, "dead_batches_delta", d.DeadBatches)
 	_ = s.submit(context.Background(), &request{kind: opFixCounts, delta: d})
 }

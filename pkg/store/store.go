@@ -112,7 +112,8 @@ func Open(dir string, opt Options) (*Store, error) {
 		notify: make(chan struct{}, 1),
 	}
 	s.room.Store(&roomCh{ch: make(chan struct{})})
-	if err := s.open(); err != nil {
+	checked, err := s.open()
+	if err != nil {
 		_ = lock.unlock()
 		return nil, err
 	}
@@ -122,10 +123,15 @@ func Open(dir string, opt Options) (*Store, error) {
 		debug.SetPanicOnFault(true)
 		s.run()
 	}()
+	if checked != nil {
+		s.fixCounts(*checked) // as the background check does: damage that hid records shows here
+	}
 	return s, nil
 }
 
-func (s *Store) open() error {
+// open opens and checks the file; checked is the result of a synchronous full
+// check (nil when it runs in the background or the file is new).
+func (s *Store) open() (checked *checkResult, err error) {
 	var size int64
 	if fi, err := os.Stat(s.path); err == nil {
 		size = fi.Size()
@@ -134,9 +140,9 @@ func (s *Store) open() error {
 		// Before bbolt sees the file: see doc.go, "Checks, corruption, recovery".
 		if err := validateFile(s.path); err != nil {
 			if errors.Is(err, errDamaged) {
-				return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+				return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 			}
-			return fmt.Errorf("check data file %s: %w", s.path, err)
+			return nil, fmt.Errorf("check data file %s: %w", s.path, err)
 		}
 	}
 	background := size > 0 && (s.opt.BackgroundCheckBytes < 0 || size > s.opt.BackgroundCheckBytes)
@@ -149,26 +155,28 @@ func (s *Store) open() error {
 	db, err := openDB(s.path, s.opt.NoSync, mmap)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
-			return fmt.Errorf("data directory %s is in use by another outbox process: %w", s.dir, ErrLocked)
+			return nil, fmt.Errorf("data directory %s is in use by another outbox process: %w", s.dir, ErrLocked)
 		}
-		return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
 	if size > 0 && !background {
-		if _, err := checkDB(db, nil); err != nil {
+		res, err := checkDB(db, nil)
+		if err != nil {
 			_ = db.Close()
-			return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+			return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 		}
+		checked = &res
 	}
 	if err := s.load(db); err != nil {
 		_ = db.Close()
-		return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
 	s.db = db
 	if background {
 		s.checking.Store(true)
 		go s.backgroundCheck()
 	}
-	return nil
+	return checked, nil
 }
 
 // openDB opens path with the options that suit an append-only queue. bbolt
