@@ -101,7 +101,8 @@
 // Open then verifies every record's CRC (checkDB, through bbolt in our own
 // goroutine): synchronously for small files, in the background above 64 MiB
 // (intake is ready at once; if the check fails, every later write returns
-// the *CorruptError and OnCorrupt is called). A file that fails to open or
+// the *CorruptError and OnCorrupt is called). Either way, stored counters
+// found off are corrected, with a warning. A file that fails to open or
 // check is never modified. Both meta pages must be intact: with one damaged,
 // bbolt would fall back silently to the commit before, losing the newest.
 // An empty file is a new one.
