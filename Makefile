@@ -7,7 +7,7 @@ LDFLAGS   := -X github.com/outboxhq/outbox/internal/version.Version=$(VERSION)
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 FUZZTIME  ?= 10s
 
-.PHONY: all build test test-short fuzz fuzz-long lint bench run run-kafka clean
+.PHONY: all build test test-short test-damage fuzz fuzz-long lint bench run run-kafka clean
 
 all: build
 
@@ -24,6 +24,12 @@ test: build
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
+
+# test-damage: the damage campaign over every page of its queue file (random
+# bytes, zeros, a flipped byte) and a truncation at every page; make test runs
+# a fixed-seed sample of it.
+test-damage: build
+	OUTBOX_DAMAGE_ALL=1 $(GO) test -race -count=1 -timeout 30m -run '^TestDamage_' ./test
 
 # fuzz: each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m for a long run).
 fuzz:

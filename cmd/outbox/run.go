@@ -91,7 +91,8 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	// The background check of a large file reports its failure through OnCorrupt.
+	// Damage found after Open (the background check of a large file, or a read that reaches a
+	// damaged page) is reported through OnCorrupt.
 	corrupt := make(chan error, 1)
 	hooks := metrics.Hooks()
 	hooks.OnCorrupt = func(err error) {
@@ -136,7 +137,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	select {
 	case err := <-corrupt:
 		// The background check of a large file failed: intake has stopped; exit 1 naming recover.
-		log.Error("data file failed its consistency check; stopping", "err", err)
+		log.Error("data file is damaged (found by the background check or a later read); stopping", "err", err)
 		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case err := <-serveErr:

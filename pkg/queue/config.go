@@ -31,7 +31,8 @@ type Config struct {
 	// store.ReasonDeadOverflow or store.ReasonChecksum.
 	OnDrop func(reason string, events int)
 	// OnCorrupt, when set, is called once if the background check of a large
-	// file fails; intake has then stopped and the process should exit.
+	// file fails or a read finds a damaged page while the queue is open;
+	// intake has then stopped and the process should exit.
 	OnCorrupt func(err error)
 	// Now gives the intake time stamped into keys; nil → time.Now.
 	Now func() time.Time

@@ -17,10 +17,15 @@ const compactTxBytes = 2 << 20
 // compact copies the live buckets into a fresh file, fsyncs it, renames it
 // over the data file and reopens. Writer goroutine only, so no append can
 // slip in between the copy and the swap.
-func (s *Store) compact() error {
+func (s *Store) compact() (err error) {
 	if e := s.failed.Load(); e != nil {
 		return e
 	}
+	defer func() {
+		if r := recover(); r != nil { // a damaged page of the source; bbolt's View rolled back
+			err = s.corrupted(r)
+		}
+	}()
 	before, _ := os.Stat(s.path)
 	tmp := s.path + ".compact"
 	_ = os.Remove(tmp)

@@ -75,19 +75,56 @@
 //
 // # Checks, corruption, recovery
 //
-// Open runs bbolt's structure check plus every record's CRC: synchronously for
-// small files, in the background above 64 MiB (intake is ready at once; if the
-// check fails, every later write returns the *CorruptError and OnCorrupt is
-// called). A file that fails to open or check is never modified.
+// No damage to the file may crash the process. bbolt cannot promise that: on
+// a damaged page it panics, and two of its reads run in goroutines of its
+// own, where no recover() can catch the panic: Tx.Check, and the freelist
+// scan (DB.freepages) that every read-write open runs over the whole tree
+// (the freelist is not stored, see openDB). So bbolt never reads a file
+// this process did not write until the project's own reader has checked it
+// (validate.go, on the pagewalk.go format): both meta pages intact, the
+// file as long as they say, and every page of the tree naming itself, of the
+// right type, inside the file, referenced once, every element inside its
+// page, keys in order, the root holding exactly the events, dead and meta
+// buckets. That is every invariant bbolt's scan and Check assert, so a file
+// that passes cannot make them panic; Tx.Check itself is never run. The
+// reader maps the file read-only, checks every bound, and does the work the
+// freelist scan does anyway, so it costs about as much again at open.
 //
-// Recover leaves a file that passes the full check alone (RecoverWith's Force
-// rewrites it anyway). Otherwise it first writes every readable record into
+// The other way, containing bbolt's check in a subprocess (a re-exec of the
+// binary), was not taken: the library's Open runs inside someone else's
+// program and cannot re-exec it; it adds a process start to every open; and
+// a crashed checker says only that it crashed, where the reader names the
+// page and what is wrong with it (and is the one recover already relies on). Stored freelists (NoFreelistSync off)
+// would avoid the scan at open, but not Check, and cost a freelist write on
+// every commit.
+//
+// Open then verifies every record's CRC (checkDB, through bbolt in our own
+// goroutine): synchronously for small files, in the background above 64 MiB
+// (intake is ready at once; if the check fails, every later write returns
+// the *CorruptError and OnCorrupt is called). Either way, stored counters
+// found off are corrected, with a warning. A file that fails to open or
+// check is never modified. Both meta pages must be intact: with one damaged,
+// bbolt would fall back silently to the commit before, losing the newest.
+// An empty file is a new one.
+//
+// A page damaged after the check (found by a lease, ack, dead-letter read or
+// compaction) makes bbolt panic in our goroutine: every read transaction
+// (view), the writer's group transaction (guardGroup) and compaction recover
+// it into the store's *CorruptError, with page faults made panics
+// (debug.SetPanicOnFault) for a file that shrank. bbolt has rolled the
+// transaction back; intake stops as above, nothing more is written, and the
+// process lives on to report it.
+//
+// Recover leaves a file that passes the full check (the same as Open's) alone
+// (RecoverWith's Force rewrites it anyway). Otherwise it first writes every readable record into
 // <name>.recover and syncs it, then gives the old file a name that is never
 // taken already, <name>.corrupt-<UTC time to the µs>[-N] (a hard link, so an
 // existing file is never overwritten), and renames the fresh file into place:
 // a crash at any point leaves the original intact. It walks bbolt's pages
-// itself so that broken pages are skipped; with both meta pages unreadable it
-// scans every page as a possible leaf at each common page size. A scan can
+// itself so that broken pages are skipped; where the tree fails the structure
+// check (a lost page, a damaged reference that leads elsewhere) it also reads
+// every page the walk did not reach as a possible leaf; with both meta pages
+// unreadable it scans every page so, at each common page size. A scan can
 // bring back events already acknowledged (still on freed pages): duplicates,
 // never a loss. The Report says what is known of what could not be saved.
 //

@@ -29,8 +29,9 @@ type Options struct {
 	OnCommit func(events int, d time.Duration)
 	// OnDrop, when set, is called for every drop with its reason and count.
 	OnDrop func(reason string, events int)
-	// OnCorrupt, when set, is called once when the background check fails;
-	// from then on every write returns the *CorruptError.
+	// OnCorrupt, when set, is called once when the background check fails or
+	// a read or write finds a damaged page while the store is open; from then
+	// on every write returns the *CorruptError.
 	OnCorrupt func(err error)
 	// Now gives the intake time put into keys; nil means time.Now.
 	Now func() time.Time

@@ -28,11 +28,14 @@ type pageFile struct {
 	pageSize int
 	seen     map[uint64]bool
 	badPages int
+	nested   int // elements flagged as buckets inside a bucket (outbox's buckets hold none: damage)
+	revisits int // pages referenced a second time: a damaged reference, so another page was not reached
 }
 
 type metaInfo struct {
 	pageSize int
 	root     uint64
+	freelist uint64 // the freelist page, or ^0 when the freelist is not stored
 	hwm      uint64 // high-water mark: pages [0, hwm) are in use or free
 	txid     uint64
 }
@@ -49,6 +52,7 @@ func readMeta(data []byte, off int) (m metaInfo, ok bool) {
 	}
 	m.pageSize = int(le.Uint32(p[24:]))
 	m.root = le.Uint64(p[32:])
+	m.freelist = le.Uint64(p[48:])
 	m.hwm = le.Uint64(p[56:])
 	m.txid = le.Uint64(p[64:])
 	h := fnv.New64a()
@@ -115,7 +119,11 @@ func (f *pageFile) page(id uint64) []byte {
 
 // walk visits every leaf element under page id. Unreadable pages are counted.
 func (f *pageFile) walk(id uint64, depth int, visit func(flags uint32, k, v []byte)) {
-	if depth > maxDepth || f.seen[id] {
+	if f.seen[id] {
+		f.revisits++
+		return
+	}
+	if depth > maxDepth {
 		return
 	}
 	f.seen[id] = true
@@ -173,6 +181,8 @@ func (f *pageFile) walkBucket(v []byte, visit func(k, v []byte)) error {
 	leafOnly := func(flags uint32, k, val []byte) {
 		if flags&bucketLeafFlag == 0 {
 			visit(k, val)
+		} else {
+			f.nested++
 		}
 	}
 	if root := binary.LittleEndian.Uint64(v); root != 0 {

@@ -1,14 +1,12 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -24,13 +22,15 @@ type Report struct {
 	MovedTo    string // where the old file now lives (inside the data directory); empty when nothing was moved
 
 	// Healthy is true when the file opened and passed the full check
-	// (bbolt's structure and every record's checksum). Without
+	// (the file's structure and every record's checksum). Without
 	// RecoverOptions.Force, Recover then changes nothing: MovedTo is empty
 	// and Saved is 0, and StoredEvents/StoredDeadBatches are what the file
 	// holds.
 	Healthy bool
-	// BadRecords counts records that were found but fail their checksum (or
-	// are malformed dead batches): each was one event or one dead batch.
+	// BadRecords counts records that were found but fail their checksum, are
+	// malformed dead batches, or whose element is damaged (a key of the
+	// wrong length, a bucket flag in a bucket of records): each was one
+	// event or one dead batch.
 	BadRecords int
 	// BadPages counts pages the file's tree points at that could not be read
 	// (beyond the end of the file, not naming themselves, malformed). Each
@@ -98,6 +98,11 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("recover: read %s: %w", path, err)
 	}
+	if len(data) == 0 {
+		// What bbolt makes a new queue from (Open treats it so): nothing to salvage.
+		rep.Healthy, rep.StoredEvents, rep.StoredDeadBatches = true, 0, 0
+		return rep, nil
+	}
 	if res, ok := checkHealthy(path, data); ok {
 		rep.Healthy = true
 		if !opt.Force {
@@ -105,13 +110,16 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 			return rep, nil
 		}
 	}
-	sal := salvage(data)
+	sal, err := safeSalvage(data)
+	if err != nil {
+		return rep, fmt.Errorf("recover: read %s: %w; nothing was changed", path, err)
+	}
 	sal.report(&rep, int64(len(data)))
 	tmp := path + ".recover"
 	_ = os.Remove(tmp) // ours: left by a recover that crashed before its rename
 	db, err := openDB(tmp, false, 0)
 	if err != nil {
-		return rep, fmt.Errorf("recover: create fresh file: %w", err)
+		return rep, fmt.Errorf("recover: create the fresh file %s: %w; nothing was changed", tmp, err)
 	}
 	err = writeSalvage(db, sal, &rep)
 	if cerr := db.Close(); err == nil {
@@ -119,11 +127,11 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return rep, err
+		return rep, fmt.Errorf("%w; nothing was changed", err)
 	}
 	if rep.MovedTo, err = setAside(path, opt.Now()); err != nil {
 		_ = os.Remove(tmp)
-		return rep, fmt.Errorf("recover: move aside: %w", err)
+		return rep, fmt.Errorf("recover: move aside: %w; nothing was changed", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return rep, fmt.Errorf("recover: put the fresh file %s in place: %w", tmp, err)
@@ -168,14 +176,12 @@ func setAside(path string, now time.Time) (string, error) {
 }
 
 // checkHealthy reports whether the file at path (whose bytes are data)
-// opens and passes the full check, reading it with bbolt read-only. A file
-// with a damaged meta page is not healthy: bbolt would silently fall back
-// to the previous commit, losing the newest. A file shorter than its meta
-// page says is not opened at all (bbolt would fault reading the missing
-// pages).
+// passes the full check: the structure check of validateData first (so a
+// file with a damaged meta page is not healthy: bbolt would silently fall
+// back to the previous commit, losing the newest; and a damaged file is never
+// handed to bbolt), then every record's checksum, read with bbolt read-only.
 func checkHealthy(path string, data []byte) (res checkResult, ok bool) {
-	m, valid := metaPages(data)
-	if valid < 2 || m.hwm > uint64(len(data)/m.pageSize) {
+	if validateData(data) != nil {
 		return res, false
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -191,163 +197,4 @@ func checkHealthy(path string, data []byte) (res checkResult, ok bool) {
 	defer func() { _ = db.Close() }()
 	res, err = checkDB(db, nil)
 	return res, err == nil
-}
-
-type kv struct{ k, v []byte }
-
-type salvaged struct {
-	events, dead []kv
-	retry        []byte
-	stored       *counts // the file's counters; nil when unreadable
-	badRecords   int
-	badPages     int
-	pageSize     int
-	hwm          uint64 // 0 when unknown
-	scanned      bool
-}
-
-// report copies what salvage found into rep; size is the old file's size.
-func (s *salvaged) report(rep *Report, size int64) {
-	rep.BadRecords, rep.BadPages = s.badRecords, s.badPages
-	rep.Unreadable = s.badRecords + s.badPages
-	rep.Scanned, rep.PageSize = s.scanned, s.pageSize
-	if want := int64(s.hwm) * int64(s.pageSize); want > size {
-		rep.MissingBytes = want - size
-	}
-	if s.stored != nil {
-		rep.StoredEvents, rep.StoredDeadBatches = s.stored.Events, s.stored.DeadBatches
-	}
-}
-
-// oneValue is a bucket holding one value, for readCounts.
-type oneValue []byte
-
-func (v oneValue) Get([]byte) []byte { return v }
-
-// salvage collects every record whose CRC verifies from the three buckets,
-// following the tree from the newest valid meta page. Where the tree could
-// not be followed completely it also scans the pages it did not reach; with
-// no valid meta page it scans every page.
-func salvage(data []byte) salvaged {
-	m, valid := metaPages(data)
-	if valid == 0 {
-		return scanAll(data)
-	}
-	s := salvaged{pageSize: m.pageSize, hwm: m.hwm}
-	var lastEvent, lastDead []byte
-	f := &pageFile{data: data, pageSize: m.pageSize, seen: map[uint64]bool{}}
-	f.walk(m.root, 0, func(flags uint32, name, v []byte) {
-		if flags&bucketLeafFlag == 0 {
-			return
-		}
-		_ = f.walkBucket(v, func(k, val []byte) {
-			p, err := decodeRecord(val)
-			if err != nil {
-				s.badRecords++
-				return
-			}
-			rec := kv{append([]byte(nil), k...), append([]byte(nil), val...)}
-			switch {
-			case bytes.Equal(name, bucketEvents) && len(k) == 20:
-				s.events = append(s.events, rec)
-				lastEvent = later(lastEvent, rec.k)
-			case bytes.Equal(name, bucketDead) && len(k) == 20:
-				if h, err := decodeDeadHeader(p); err != nil {
-					s.badRecords++
-				} else if _, err := deadEvents(h); err != nil {
-					s.badRecords++
-				} else {
-					s.dead = append(s.dead, rec)
-					lastDead = later(lastDead, rec.k)
-				}
-			case bytes.Equal(name, bucketMeta) && bytes.Equal(k, metaRetry):
-				s.retry = rec.v
-			case bytes.Equal(name, bucketMeta) && bytes.Equal(k, metaCounts):
-				if c, err := readCounts(oneValue(val)); err == nil {
-					s.stored = &c
-				}
-			}
-		})
-	})
-	s.badPages = f.badPages
-	switch {
-	case f.badPages > 0:
-		// Part of the tree is lost: take every record the walk missed.
-		s.scanLeaves(f, nil, nil)
-	case valid == 1:
-		// The other meta page is damaged and may have been the newer one:
-		// its commit's records sit on pages this tree does not reach.
-		// Take those with keys after the newest the walk found.
-		s.scanLeaves(f, lastEvent, lastDead)
-	}
-	return s
-}
-
-func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
-	var c counts
-	put := func(name []byte, recs []kv, each func(kv)) error {
-		for len(recs) > 0 {
-			n := min(len(recs), 10000)
-			chunk := recs[:n]
-			recs = recs[n:]
-			if err := db.Update(func(tx *bolt.Tx) error {
-				b, err := tx.CreateBucketIfNotExists(name)
-				if err != nil {
-					return err
-				}
-				b.FillPercent = 1.0
-				for _, r := range chunk {
-					if err := b.Put(r.k, r.v); err != nil {
-						return err
-					}
-					each(r)
-				}
-				return nil
-			}); err != nil {
-				return fmt.Errorf("recover: write: %w", err)
-			}
-		}
-		return nil
-	}
-	sal.events = sortKV(sal.events)
-	sal.dead = sortKV(sal.dead)
-	if err := put(bucketEvents, sal.events, func(r kv) {
-		c.Events++
-		c.Bytes += int64(len(r.v) - recordHeader)
-		rep.Saved++
-	}); err != nil {
-		return err
-	}
-	if err := put(bucketDead, sal.dead, func(r kv) {
-		h, _ := decodeDeadHeader(r.v[recordHeader:])
-		c.DeadBatches++
-		c.DeadEvents += int64(h.events)
-		c.DeadBytes += h.bytes
-		rep.DeadSaved++
-	}); err != nil {
-		return err
-	}
-	return db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketEvents, bucketDead, bucketMeta} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		if sal.retry != nil {
-			if err := meta.Put(metaRetry, sal.retry); err != nil {
-				return err
-			}
-		}
-		if err := meta.Put(metaFormat, encodeRecord([]byte{1})); err != nil {
-			return err
-		}
-		return meta.Put(metaCounts, encodeRecord(encodeCounts(c)))
-	})
-}
-
-// sortKV orders records by key and drops duplicate keys.
-func sortKV(r []kv) []kv {
-	slices.SortFunc(r, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
-	return slices.CompactFunc(r, func(a, b kv) bool { return bytes.Equal(a.k, b.k) })
 }

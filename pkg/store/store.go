@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,18 +113,38 @@ func Open(dir string, opt Options) (*Store, error) {
 		notify: make(chan struct{}, 1),
 	}
 	s.room.Store(&roomCh{ch: make(chan struct{})})
-	if err := s.open(); err != nil {
+	checked, err := s.open()
+	if err != nil {
 		_ = lock.unlock()
 		return nil, err
 	}
-	go s.run()
+	go func() {
+		// A page fault in the map (the file shrank under us) becomes a
+		// panic that the writer's transaction guard turns into a *CorruptError.
+		debug.SetPanicOnFault(true)
+		s.run()
+	}()
+	if checked != nil {
+		s.fixCounts(*checked) // as the background check does: damage that hid records shows here
+	}
 	return s, nil
 }
 
-func (s *Store) open() error {
+// open opens and checks the file; checked is the result of a synchronous full
+// check (nil when it runs in the background or the file is new).
+func (s *Store) open() (checked *checkResult, err error) {
 	var size int64
 	if fi, err := os.Stat(s.path); err == nil {
 		size = fi.Size()
+	}
+	if size > 0 {
+		// Before bbolt sees the file: see doc.go, "Checks, corruption, recovery".
+		if err := validateFile(s.path); err != nil {
+			if errors.Is(err, errDamaged) {
+				return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+			}
+			return nil, fmt.Errorf("check data file %s: %w", s.path, err)
+		}
 	}
 	background := size > 0 && (s.opt.BackgroundCheckBytes < 0 || size > s.opt.BackgroundCheckBytes)
 	var mmap int
@@ -135,30 +156,36 @@ func (s *Store) open() error {
 	db, err := openDB(s.path, s.opt.NoSync, mmap)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
-			return fmt.Errorf("data directory %s is in use by another outbox process: %w", s.dir, errs.ErrLocked)
+			return nil, fmt.Errorf("data directory %s is in use by another outbox process: %w", s.dir, errs.ErrLocked)
 		}
-		return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
 	if size > 0 && !background {
-		if _, err := checkDB(db, nil); err != nil {
+		res, err := checkDB(db, nil)
+		if err != nil {
 			_ = db.Close()
-			return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+			return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 		}
+		checked = &res
 	}
 	if err := s.load(db); err != nil {
 		_ = db.Close()
-		return &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
 	s.db = db
 	if background {
 		s.checking.Store(true)
 		go s.backgroundCheck()
 	}
-	return nil
+	return checked, nil
 }
 
-// openDB opens path with the options that suit an append-only queue.
+// openDB opens path with the options that suit an append-only queue. bbolt
+// scans the whole tree of an existing file here (the freelist is rebuilt, see
+// below), so path must be a file that passed validateFile or one this
+// process wrote itself.
 func openDB(path string, noSync bool, mmap int) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // bbolt may panic on a broken file
 			db, err = nil, fmt.Errorf("open panicked: %v", r)
@@ -184,9 +211,15 @@ func openDB(path string, noSync bool, mmap int) (db *bolt.DB, err error) {
 }
 
 // load creates missing buckets and reads the counters, head and last key.
-func (s *Store) load(db *bolt.DB) error {
+func (s *Store) load(db *bolt.DB) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil { // db.Update has rolled back
+			err = panicErr(r)
+		}
+	}()
 	w := writerState{dropped: map[string]int64{}}
-	err := db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketEvents, bucketDead, bucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -323,17 +356,6 @@ func (s *Store) Oldest() (time.Time, bool) {
 	return s.pub.headTime, true
 }
 
-func (s *Store) view(fn func(tx *bolt.Tx) error) error {
-	s.dbmu.RLock()
-	defer s.dbmu.RUnlock()
-	select {
-	case <-s.stopped:
-		return errs.ErrClosed
-	default:
-	}
-	return s.db.View(fn)
-}
-
 // submit hands r to the writer and waits for its answer or ctx.
 func (s *Store) submit(ctx context.Context, r *request) error {
 	if e := s.failed.Load(); e != nil {
@@ -356,6 +378,9 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 		case err := <-r.done:
 			return err
 		default:
+			if e := s.failed.Load(); e != nil {
+				return e
+			}
 			return errs.ErrClosed
 		}
 	case <-ctx.Done():

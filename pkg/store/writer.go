@@ -131,6 +131,7 @@ func (s *Store) commitGroup(group []*request) {
 		fail(fmt.Errorf("store: begin write: %w", err))
 		return
 	}
+	defer s.guardGroup(tx, group)
 	s.noteHighWater(tx.Size())
 	b := newBuckets(tx)
 	headDirty := false
