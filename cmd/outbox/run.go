@@ -136,7 +136,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
 	select {
 	case err := <-corrupt:
-		// The background check of a large file failed: intake has stopped; exit 1 naming recover.
+		// Damage found after Open: intake has stopped; exit 1 naming recover.
 		log.Error("data file is damaged (found by the background check or a later read); stopping", "err", err)
 		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err

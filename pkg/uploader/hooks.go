@@ -51,10 +51,11 @@ type Hooks struct {
 	// OnCommit runs on the store's committing goroutine after each commit with its event
 	// count and duration.
 	OnCommit func(events int, d time.Duration)
-	// OnCorrupt runs once, on the store's checking goroutine, when the consistency check that
-	// runs in the background on a large file fails: intake has stopped (Enqueue fails with the
-	// same *store.CorruptError) and the application should close the client and have the file
-	// recovered (outbox recover).
+	// OnCorrupt runs once, on the store's goroutine that found it, when damage shows after Open:
+	// the consistency check that runs in the background on a large file failed, or a read or
+	// write reached a damaged page. Intake has stopped (Enqueue fails with the same
+	// *store.CorruptError), the file is left as it is, and the application should close the
+	// client and have the file recovered (outbox recover).
 	OnCorrupt func(err error)
 	// OnEnqueued runs on the calling goroutine after Enqueue/EnqueueNormalized stored events.
 	OnEnqueued func(events int)
