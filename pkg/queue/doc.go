@@ -20,8 +20,10 @@
 //
 // # Quota
 //
-// MaxBytes bounds the stored event bytes. WhenFull decides what a full
-// queue does: reject (errs.ErrQueueFull), block (wait for room or ctx) or drop_oldest
+// The quota is the queue's: policy.go implements store.Policy, which the
+// store's writer asks inside the transaction that would store events or a dead
+// batch, and evicts or drops only what it answers. MaxBytes bounds the stored
+// event bytes. WhenFull decides what a full queue does: reject (errs.ErrQueueFull), block (wait for room or ctx) or drop_oldest
 // (evict from the head; counted in Stats.Dropped["drop_oldest"] and OnDrop,
 // logged at warn). DeadMaxBytes bounds the dead-letter bucket the same way
 // (reason "dead_overflow").

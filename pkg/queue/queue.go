@@ -29,8 +29,7 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	}
 	cfg = cfg.withDefaults()
 	s, err := store.Open(dir, store.Options{
-		NoSync: cfg.NoSync, MaxBytes: cfg.MaxBytes, EvictOldest: cfg.WhenFull == DropOldest,
-		DeadMaxBytes: cfg.DeadMaxBytes, Logger: cfg.Logger, OnCommit: cfg.OnCommit,
+		NoSync: cfg.NoSync, Policy: Policy(cfg), Logger: cfg.Logger, OnCommit: cfg.OnCommit,
 		OnDrop: cfg.OnDrop, OnCorrupt: cfg.OnCorrupt, Now: cfg.Now,
 	})
 	if err != nil {

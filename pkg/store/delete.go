@@ -58,16 +58,16 @@ func deleteAt(c *bolt.Cursor, v []byte, w *writerState, visit func(payload []byt
 	return nil
 }
 
-// evictOldest deletes events from the head until need more bytes fit under max and returns
-// how many it deleted; need must be at most max, so emptying the queue always makes room. The
+// evictOldest deletes events from the head until at least bytes of them are gone (the
+// Policy's answer) and returns how many it deleted; emptying the queue always makes room. The
 // cursor goes back to First after each deletion rather than to Next (see deleteEvents on Next
 // after Delete); First does not search. Should the bucket run empty while the byte counter
 // still says otherwise, the counters were wrong: they are set to the truth (nothing queued),
 // logged, so that the append fits instead of failing after everything was evicted.
-func (s *Store) evictOldest(b buckets, need, max int64, w *writerState) (int, error) {
+func (s *Store) evictOldest(b buckets, bytes int64, w *writerState) (int, error) {
 	c := b.events.Cursor()
 	evicted := 0
-	for w.Bytes+need > max {
+	for target := w.Bytes - bytes; w.Bytes > target; {
 		k, v := c.First()
 		if k == nil {
 			s.log.Warn("queue counters were off; reset to an empty queue", "events", w.Events, "bytes", w.Bytes)

@@ -255,7 +255,7 @@ func TestAppend_DropOldestEvictsJustEnoughHeadEventsWithExactCounts(t *testing.T
 	for i := 0; i < 300; i++ {
 		max += int64(len(sized(i)))
 	}
-	s := mustOpen(t, t.TempDir(), store.Options{NoSync: true, MaxBytes: max, EvictOldest: true})
+	s := mustOpen(t, t.TempDir(), store.Options{NoSync: true, Policy: quotaPolicy(max, true)})
 	appendSized(t, s, 0, 300)
 	appendSized(t, s, 300, 150) // evicts from the head, across many leaf pages, until these fit
 	var need, held int64

@@ -1,5 +1,7 @@
 // Package store owns outbox's bbolt file: buckets, record encoding, group
-// commit, the directory lock, and check/recover/compact.
+// commit, the directory lock, and check/recover/compact. It knows records,
+// not policy: how much may be stored, what to evict and how many dead letters
+// to keep are asked of the Policy its owner (pkg/queue) gives it.
 //
 // # Layout
 //

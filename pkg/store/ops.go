@@ -76,17 +76,10 @@ func appendBlock(events [][]byte) []byte {
 }
 
 // applyAppend stores events (need bytes in all; Append has already refused
-// events that alone exceed MaxBytes, so eviction can always make room).
+// events that could never fit, so eviction can always make room).
 func (s *Store) applyAppend(b buckets, events [][]byte, block []byte, need int64, w *writerState) error {
-	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
-		if !s.opt.EvictOldest {
-			return errs.ErrQueueFull
-		}
-		evicted, err := s.evictOldest(b, need, max, w)
-		if err != nil {
-			return err
-		}
-		s.drop(w, ReasonDropOldest, evicted)
+	if err := s.admit(b, need, false, w); err != nil {
+		return err
 	}
 	now := s.opt.Now()
 	var first ksuid.KSUID
@@ -153,7 +146,10 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 	w.DeadBatches++
 	w.DeadEvents += int64(h.events)
 	w.DeadBytes += h.bytes
-	for s.opt.DeadMaxBytes > 0 && w.DeadBytes > s.opt.DeadMaxBytes {
+	if s.opt.Policy == nil {
+		return nil
+	}
+	for excess := s.opt.Policy.DeadExcess(w.DeadBytes); excess > 0; {
 		k, v := b.dead.Cursor().First()
 		if k == nil {
 			break
@@ -165,8 +161,27 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 		w.DeadBatches--
 		w.DeadEvents -= int64(dh.events)
 		w.DeadBytes -= dh.bytes
+		excess -= max(dh.bytes, 1)
 		s.drop(w, ReasonDeadOverflow, dh.events, "dead_id", ksuidString(k))
 	}
+	return nil
+}
+
+// admit asks the policy whether need more bytes of events may be stored, and evicts from the
+// head what it says (counted as dropped).
+func (s *Store) admit(b buckets, need int64, replay bool, w *writerState) error {
+	if s.opt.Policy == nil {
+		return nil
+	}
+	evict, err := s.opt.Policy.Admit(w.Bytes, need, replay)
+	if err != nil || evict <= 0 {
+		return err
+	}
+	evicted, err := s.evictOldest(b, evict, w)
+	if err != nil {
+		return err
+	}
+	s.drop(w, ReasonDropOldest, evicted)
 	return nil
 }
 
@@ -237,11 +252,8 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 		items = append(items, item{k, h, evs})
 		need += h.bytes
 	}
-	if max := s.opt.MaxBytes; max > 0 && w.Bytes+need > max {
-		if need > max {
-			return fmt.Errorf("%d bytes of dead events, over the quota of %d: %w", need, max, errs.ErrTooLarge)
-		}
-		return errs.ErrQueueFull
+	if err := s.admit(b, need, true, w); err != nil {
+		return err
 	}
 	now := s.opt.Now()
 	run := intakeRun{at: now}

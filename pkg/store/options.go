@@ -9,19 +9,14 @@ import (
 const FileName = "outbox.db"
 
 // Options configures a Store. The zero value is usable: fsync on every
-// commit, no quota, checks in the background above 64 MiB.
+// commit, no bounds, checks in the background above 64 MiB.
 type Options struct {
 	// NoSync skips fsync on commit (queue.sync: none). A crash may then lose
 	// acknowledged events, never corrupt the file's structure.
 	NoSync bool
-	// MaxBytes bounds the stored event bytes (payloads only); 0 means no bound.
-	MaxBytes int64
-	// EvictOldest makes Append evict events from the head to make room instead
-	// of returning errs.ErrQueueFull.
-	EvictOldest bool
-	// DeadMaxBytes bounds the dead-letter event bytes; past it the oldest dead
-	// batches are dropped (reason "dead_overflow"). 0 means no bound.
-	DeadMaxBytes int64
+	// Policy decides whether events fit, what to evict for them, and how many
+	// dead letters to keep (see Policy); nil keeps everything.
+	Policy Policy
 	// Logger receives warnings (drops, compaction, check failures); nil discards.
 	Logger *slog.Logger
 	// OnCommit, when set, is called by the writer after each successful commit

@@ -210,9 +210,9 @@ func (s *Store) commitGroup(group []*request) {
 }
 
 // Append stores events at the tail, durable (fsynced unless NoSync) when it
-// returns nil. It returns errs.ErrQueueFull when they do not fit and the policy is
-// reject, and errs.ErrTooLarge (wrapped, whatever the policy; nothing is evicted)
-// when they alone total more than MaxBytes. When ctx ends before the commit
+// returns nil. It returns the Policy's refusal: errs.ErrQueueFull when they do
+// not fit now (queue.when_full: reject), errs.ErrTooLarge (wrapped; nothing is
+// evicted) when they could never fit. When ctx ends before the commit
 // it returns ctx.Err(), and the events may or may not have been stored.
 func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if len(events) == 0 {
@@ -222,9 +222,11 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	for _, e := range events {
 		need += int64(len(e))
 	}
-	if max := s.opt.MaxBytes; max > 0 && need > max {
+	if s.opt.Policy != nil {
 		// Checked before the writer: eviction could never make room, so nothing is evicted.
-		return fmt.Errorf("%d bytes of events, over the quota of %d: %w", need, max, errs.ErrTooLarge)
+		if err := s.opt.Policy.Fits(need); err != nil {
+			return err
+		}
 	}
 	return s.submit(ctx, &request{kind: opAppend, events: events, block: appendBlock(events), need: need})
 }

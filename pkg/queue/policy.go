@@ -1,0 +1,52 @@
+package queue
+
+import (
+	"fmt"
+
+	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store"
+)
+
+// policy is the queue's bound on what the store keeps: queue.max_bytes with queue.when_full
+// for events, dead.max_bytes for dead letters. The store asks it inside its transactions (see
+// store.Policy); Block is not the store's business: Enqueue waits and asks again.
+type policy struct {
+	maxBytes     int64 // stored event bytes
+	deadMaxBytes int64 // dead-letter event bytes
+	evict        bool  // when_full: drop_oldest
+}
+
+// Policy returns the store.Policy of cfg (zero values meaning their defaults), the one Open
+// gives its store.
+func Policy(cfg Config) store.Policy {
+	cfg = cfg.withDefaults()
+	return policy{maxBytes: cfg.MaxBytes, deadMaxBytes: cfg.DeadMaxBytes, evict: cfg.WhenFull == DropOldest}
+}
+
+// Fits refuses events that alone exceed queue.max_bytes: no policy can make room for them.
+func (p policy) Fits(need int64) error {
+	if need > p.maxBytes {
+		return fmt.Errorf("%d bytes of events, over the quota of %d: %w", need, p.maxBytes, errs.ErrTooLarge)
+	}
+	return nil
+}
+
+// Admit lets events in while they fit; past the bound, drop_oldest evicts what makes room and
+// the other policies refuse with errs.ErrQueueFull. Replayed dead batches never evict queued
+// events: they wait for room like a rejected Enqueue.
+func (p policy) Admit(stored, need int64, replay bool) (int64, error) {
+	switch {
+	case need > p.maxBytes && replay:
+		return 0, fmt.Errorf("%d bytes of dead events, over the quota of %d: %w", need, p.maxBytes, errs.ErrTooLarge)
+	case need > p.maxBytes:
+		return 0, p.Fits(need)
+	case stored+need <= p.maxBytes:
+		return 0, nil
+	case p.evict && !replay:
+		return stored + need - p.maxBytes, nil
+	}
+	return 0, errs.ErrQueueFull
+}
+
+// DeadExcess is how far the dead letters are past dead.max_bytes.
+func (p policy) DeadExcess(dead int64) int64 { return max(dead-p.deadMaxBytes, 0) }
