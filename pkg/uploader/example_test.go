@@ -54,3 +54,67 @@ func Example() {
 	fmt.Println("events delivered:", collector.Stats().Events)
 	// Output: events delivered: 3
 }
+
+// ExampleClient_DeadLetters lists, replays and purges the batches the collector rejected for
+// good, then inspects the data directory offline once the client is closed.
+func ExampleClient_DeadLetters() {
+	// The collector rejects the first batch for good (401), then accepts.
+	faults, err := sink.ParseFaults("401,200")
+	if err != nil {
+		log.Fatal(err)
+	}
+	collector, err := sink.Start("127.0.0.1:0", sink.Options{Script: faults})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer collector.Close()
+	dir, err := os.MkdirTemp("", "outbox-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	cfg := uploader.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Upload.Endpoint = collector.URL() + "/v1/batch"
+	client, err := uploader.Open(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := client.Enqueue(ctx, map[string]any{"type": "track", "userId": "u1", "event": "Paid"}); err != nil {
+		log.Fatal(err)
+	}
+	if err := client.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
+	dead := client.DeadLetters()
+	list, err := dead.List()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("dead batches:", len(list), "status", list[0].Info.Status)
+	n, err := dead.Replay(ctx) // no IDs: every dead batch goes back to the queue
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := client.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("replayed events:", n, "delivered:", collector.Stats().Events)
+	if err := client.Close(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	off, err := uploader.OpenOffline(cfg) // a stopped app's directory; nothing is uploaded
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer off.Close()
+	st := off.Stats()
+	fmt.Println("queued:", st.Queue.Events, "dead:", st.Dead.Batches)
+	// Output:
+	// dead batches: 1 status 401
+	// replayed events: 1 delivered: 1
+	// queued: 0 dead: 0
+}
