@@ -42,8 +42,9 @@ func (c *Config) uploaderConfig() uploader.Config {
 			RetryAfterCap:        c.Retry.RetryAfterCap,
 			MaxRateLimitDuration: c.Retry.MaxRateLimitDuration,
 		},
-		Queue: uploader.QueueConfig{MaxBytes: c.Queue.MaxBytes, WhenFull: c.Queue.WhenFull, Sync: c.Queue.Sync},
-		Dead:  uploader.DeadConfig{MaxBytes: c.Dead.MaxBytes},
+		Queue: uploader.QueueConfig{MaxBytes: c.Queue.MaxBytes, WhenFull: c.Queue.WhenFull, Sync: c.Queue.Sync,
+			MaxPendingBytes: c.Queue.MaxPendingBytes},
+		Dead: uploader.DeadConfig{MaxBytes: c.Dead.MaxBytes},
 	}
 }
 

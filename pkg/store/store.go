@@ -39,6 +39,7 @@ type Store struct {
 	db   *bolt.DB
 
 	reqs     chan *request
+	sendMu   sync.RWMutex // AppendAsync's hand-off (read) against Close closing quit (write)
 	quit     chan struct{}
 	stopped  chan struct{}
 	closeErr error
@@ -230,7 +231,9 @@ func (s *Store) load(db *bolt.DB) error {
 // the file and releases the directory lock. It is safe to call twice.
 func (s *Store) Close() error {
 	s.once.Do(func() {
+		s.sendMu.Lock()
 		close(s.quit)
+		s.sendMu.Unlock()
 		<-s.stopped
 		s.dbmu.Lock() // waits for readers, including a background check (which sees quit)
 		err := s.db.Close()

@@ -39,7 +39,17 @@ type request struct {
 	delta  counts   // fixCounts
 	n      int      // result: events (append, replay) or batches (purge) affected
 	err    error
-	done   chan error
+	done   chan error  // sync requests: receives err
+	cb     func(error) // async appends (AppendAsync): called with err on the writer goroutine
+}
+
+// answer hands the request's outcome to whoever waits for it.
+func (r *request) answer() {
+	if r.cb != nil {
+		r.cb(r.err)
+		return
+	}
+	r.done <- r.err
 }
 
 // maxGroup bounds the requests coalesced into one transaction.
@@ -95,7 +105,8 @@ func (s *Store) drainClosed() {
 	for {
 		select {
 		case r := <-s.reqs:
-			r.done <- ErrClosed
+			r.err = ErrClosed
+			r.answer()
 		default:
 			return
 		}
@@ -118,7 +129,7 @@ func (s *Store) commitGroup(group []*request) {
 			if r.err == nil || !isLogical(r.err) {
 				r.err = err
 			}
-			r.done <- r.err
+			r.answer()
 		}
 	}
 	if e := s.failed.Load(); e != nil {
@@ -197,7 +208,7 @@ func (s *Store) commitGroup(group []*request) {
 		s.maybeCompact()
 	}
 	for _, r := range group {
-		r.done <- r.err
+		r.answer()
 	}
 	if added > 0 {
 		select {
@@ -216,15 +227,75 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
+	r, err := s.appendRequest(events)
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, r)
+}
+
+// AppendAsync hands events to the writer and returns without waiting for the
+// commit: cb is then called exactly once, on the writer goroutine, with nil
+// once they are committed (fsynced unless NoSync), or with the error that
+// kept them out (ErrFull under reject, ErrClosed when the store closes
+// first, a write error). cb must return quickly and must not call the store.
+// Pending appends go into the same transactions as every other request, so
+// a single producer fills commits of many events.
+//
+// AppendAsync returns an error, and cb is not called, when the events alone
+// total more than MaxBytes (ErrTooLarge, wrapped), when the store is closed
+// (ErrClosed) or failed, and when ctx ends while it waits for the writer to
+// take the request (the writer's queue holds at most a few thousand
+// requests: past that the caller waits, it is never buffered without bound).
+// ctx bounds only that hand-off: once accepted, the events are committed
+// whatever becomes of ctx.
+func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)) error {
+	if len(events) == 0 {
+		cb(nil)
+		return nil
+	}
+	r, err := s.appendRequest(events)
+	if err != nil {
+		return err
+	}
+	if e := s.failed.Load(); e != nil {
+		return e
+	}
+	r.ctx, r.cb = context.Background(), cb
+	// Under the read lock, a request is either in the channel before Close closes quit (the
+	// writer then answers it, with ErrClosed at the latest) or refused here.
+	s.sendMu.RLock()
+	defer s.sendMu.RUnlock()
+	select {
+	case <-s.quit:
+		return ErrClosed
+	default:
+	}
+	select {
+	case s.reqs <- r:
+		return nil
+	case <-s.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Closing returns a channel closed when Close begins: requests made after it fail with
+// ErrClosed.
+func (s *Store) Closing() <-chan struct{} { return s.quit }
+
+// appendRequest checks the size of an append and builds its request.
+func (s *Store) appendRequest(events [][]byte) (*request, error) {
 	var need int64
 	for _, e := range events {
 		need += int64(len(e))
 	}
 	if max := s.opt.MaxBytes; max > 0 && need > max {
 		// Checked before the writer: eviction could never make room, so nothing is evicted.
-		return fmt.Errorf("%d bytes of events, over the quota of %d: %w", need, max, ErrTooLarge)
+		return nil, fmt.Errorf("%d bytes of events, over the quota of %d: %w", need, max, ErrTooLarge)
 	}
-	return s.submit(ctx, &request{kind: opAppend, events: events, block: appendBlock(events), need: need})
+	return &request{kind: opAppend, events: events, block: appendBlock(events), need: need}, nil
 }
 
 // Delete removes the events with these keys (and the head retry state when

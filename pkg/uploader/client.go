@@ -42,6 +42,7 @@ type Client struct {
 	ackr      *acker        // commits the worker's acks (pipeline.go)
 	acks      []*pendingAck // outstanding acks, oldest first; worker goroutine only
 	ackFault  func() error  // options.ackFault
+	async     asyncState    // EnqueueAsync's pending calls (async.go)
 
 	mu       sync.Mutex // guards the fields below
 	closed   bool
@@ -147,19 +148,29 @@ func (c *Client) queueConfig() queue.Config {
 // with block, and evicts the oldest events (counted in Stats().Queue.Dropped) with drop_oldest.
 // Events that alone exceed queue.max_bytes get ErrTooLarge under every policy.
 func (c *Client) Enqueue(ctx context.Context, events ...any) error {
+	norm, err := c.normalize(events)
+	if err != nil {
+		return err
+	}
+	return c.EnqueueNormalized(ctx, norm...)
+}
+
+// normalize validates and normalises Enqueue's arguments; the first bad one is an
+// *event.Error with its index.
+func (c *Client) normalize(events []any) ([][]byte, error) {
 	norm := make([][]byte, len(events))
 	for i, ev := range events {
 		raw, err := rawEvent(ev)
 		if err != nil {
-			return &event.Error{Index: i, Reason: err.Error()}
+			return nil, &event.Error{Index: i, Reason: err.Error()}
 		}
 		n, err := event.Normalize(raw, "", c.evOpts)
 		if err != nil {
-			return withIndex(err, i)
+			return nil, withIndex(err, i)
 		}
 		norm[i] = n
 	}
-	return c.EnqueueNormalized(ctx, norm...)
+	return norm, nil
 }
 
 // EnqueueNormalized stores events that are already normalised (by event.Normalize or
@@ -246,7 +257,8 @@ func (c *Client) forwardNotify() {
 // consumer side and Close closes it.
 func (c *Client) Queue() *queue.Queue { return c.q }
 
-// Flush asks the worker to upload now, ignoring batch.interval, and waits. It returns nil
+// Flush waits until every accepted EnqueueAsync call's done has returned, then asks the worker
+// to upload now, ignoring batch.interval, and waits. It returns nil
 // when the queue is empty, ctx's error when ctx ends first, a *WaitingError when the worker
 // waits on a retry budget (the queue will not empty before its Until), the *HookError or
 // *ConfigError that keeps the head batch from being sent, or ErrClosed after Close.
@@ -256,6 +268,9 @@ func (c *Client) Flush(ctx context.Context) error {
 	c.mu.Unlock()
 	if closed {
 		return ErrClosed
+	}
+	if err := c.waitAsync(ctx); err != nil { // every EnqueueAsync before Flush is answered first
+		return err
 	}
 	c.flushing.Add(1)
 	defer c.flushing.Add(-1)
@@ -282,8 +297,11 @@ func (c *Client) Flush(ctx context.Context) error {
 	}
 }
 
-// Close stops intake (Enqueue returns ErrClosed), wakes the worker out of any wait, lets it
-// upload until the queue is empty or ctx ends, then closes the store. A retry wait longer
+// Close stops intake (Enqueue and EnqueueAsync return ErrClosed), waits until every pending
+// EnqueueAsync call is committed (or ctx ends), wakes the worker out of any wait, lets it
+// upload until the queue is empty or ctx ends, then closes the store. It returns only once
+// every accepted EnqueueAsync call's done has been called and has returned: calls still
+// pending when ctx ended get ErrClosed. A retry wait longer
 // than the time left before ctx's deadline is not started: that batch stays on disk with its
 // retry state and goes first at the next Open. An attempt in flight when ctx ends is
 // cancelled, so Close returns within ctx's deadline plus a few milliseconds whatever the
@@ -296,8 +314,10 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.closed, c.closeCtx = true, ctx
 	c.mu.Unlock()
-	close(c.stop) // cuts retry waits and pauses short
-	c.signal()    // cuts an interval wait short
+	c.closeAsync()
+	_ = c.waitAsync(ctx) // pending EnqueueAsync events are committed before the last upload pass
+	close(c.stop)        // cuts retry waits and pauses short
+	c.signal()           // cuts an interval wait short
 	stopCancel := context.AfterFunc(ctx, c.cancelRun)
 	defer stopCancel()
 	<-c.done
@@ -311,7 +331,9 @@ func (c *Client) Close(ctx context.Context) error {
 	if n := c.queued(); n > 0 {
 		c.log.Info("events left on disk for the next start", "events", n)
 	}
-	if err := c.q.Close(); err != nil {
+	err := c.q.Close()
+	c.stopAsync() // the closed queue has answered every call it held: no done is owed after this
+	if err != nil {
 		return fmt.Errorf("uploader: close queue: %w", err)
 	}
 	return nil

@@ -25,6 +25,9 @@ type QueueStats struct {
 	// Dropped counts events dropped since Open by reason: DropOldest (queue.when_full),
 	// DropDeadOverflow (dead.max_bytes), DropChecksum (a record that failed its CRC).
 	Dropped map[string]int64
+	// PendingEvents and PendingBytes are the events (and their normalised bytes) that
+	// EnqueueAsync accepted and whose done has not been called yet: not yet committed.
+	PendingEvents, PendingBytes int64
 }
 
 // Drop reasons, as in QueueStats.Dropped and Hooks.OnDrop (the queue's reason strings).
@@ -107,6 +110,7 @@ func (c *Client) Stats() Stats {
 		Counters: ctr,
 	}
 	fillQueueStats(&s, qs, c.now())
+	s.Queue.PendingEvents, s.Queue.PendingBytes = c.pending()
 	return s
 }
 
