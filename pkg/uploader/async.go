@@ -164,7 +164,13 @@ func (c *Client) unreserve(call *asyncCall) {
 // (or the queue's, under when_full: block) and only appends under the lock.
 func (c *Client) answered(call *asyncCall, err error) {
 	a := &c.async
-	call.err = err
+	switch {
+	case err == nil:
+	case errors.Is(err, queue.ErrClosed):
+		call.err = ErrClosed
+	default:
+		call.err = fmt.Errorf("uploader: enqueue: %w", err)
+	}
 	a.mu.Lock()
 	a.ready = append(a.ready, call)
 	wake := a.wake
