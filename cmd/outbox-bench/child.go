@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,6 +39,8 @@ type childResult struct {
 	ElapsedNS int64 `json:"elapsed_ns"`
 	CPUNS     int64 `json:"cpu_ns"`
 	Commits   int64 `json:"commits,omitempty"`
+	IntakeNS  int64 `json:"intake_ns,omitempty"` // first event to the last call returning
+	CommitNS  int64 `json:"commit_ns,omitempty"` // time spent in store commits (the writer's busy time)
 }
 
 // readEvents decodes the events file (one JSON event per line).
@@ -79,9 +82,9 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var commits atomic.Int64
+	var commits, commitNS atomic.Int64
 	c, err := openClient(o.childDir, o.childEndpoint, uploader.WithHooks(uploader.Hooks{
-		OnCommit: func(int, time.Duration) { commits.Add(1) },
+		OnCommit: func(_ int, d time.Duration) { commits.Add(1); commitNS.Add(d.Nanoseconds()) },
 	}))
 	if err != nil {
 		return err
@@ -93,6 +96,17 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 		if failed.Add(1) == 1 {
 			firstErr.Store(err)
 		}
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintln(stdout, "START")
 	cpu0, start := selfCPU(), time.Now()
@@ -137,6 +151,7 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("unknown client %q (want async or enqueue64)", o.child)
 	}
+	intake := time.Since(start)
 	fctx, cancel := context.WithTimeout(ctx, o.drainLimit)
 	defer cancel()
 	if err := c.Flush(fctx); err != nil {
@@ -148,5 +163,6 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	return json.NewEncoder(stdout).Encode(childResult{
 		Events: int64(len(evs)), ElapsedNS: elapsed.Nanoseconds(), CPUNS: cpu.Nanoseconds(), Commits: commits.Load(),
+		IntakeNS: intake.Nanoseconds(), CommitNS: commitNS.Load(),
 	})
 }

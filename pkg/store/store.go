@@ -108,7 +108,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	}
 	s := &Store{
 		dir: dir, path: filepath.Join(dir, FileName), opt: opt, log: opt.Logger, lock: lock,
-		reqs: make(chan *request, 1024), quit: make(chan struct{}), stopped: make(chan struct{}),
+		reqs: make(chan *request, maxQueued), quit: make(chan struct{}), stopped: make(chan struct{}),
 		notify: make(chan struct{}, 1),
 	}
 	s.room.Store(&roomCh{ch: make(chan struct{})})

@@ -52,15 +52,37 @@ func (r *request) answer() {
 	r.done <- r.err
 }
 
-// maxGroup bounds the requests coalesced into one transaction.
-const maxGroup = 1024
+// maxGroup bounds the requests coalesced into one transaction, and maxQueued those waiting
+// for the writer (past it a producer waits to hand its request over). A transaction takes
+// every request waiting: with fsync'd commits of a few milliseconds, one EnqueueAsync producer
+// queues thousands of one-event requests meanwhile, and a smaller bound would cut its commits
+// short and make it wait on the channel instead of on queue.max_pending_bytes.
+const (
+	maxGroup  = 16384
+	maxQueued = 16384
+)
+
+// maxYields bounds the yields the writer makes while it waits for the producers it has just
+// answered to come back (see run).
+const maxYields = 64
 
 // run is the writer goroutine: it takes every request that is waiting,
 // applies them in one write transaction, commits (one fsync) and answers
 // each. A lone request is committed at once; nothing waits on a timer.
+//
+// Producers that wait for their commit (Enqueue, ingest, the worker's acks) come back with
+// their next request a few microseconds after they are answered. Cutting the next group at
+// once would give it only the first of them and leave the rest for the group after, so that
+// concurrent producers split into two groups that alternate and each gets one commit in two.
+// So after a commit that answered n waiting requests, the writer yields (runtime.Gosched, not
+// a timer) until n requests are waiting or a bounded number of yields passed: the answered
+// producers, runnable on the other cores or after the yield, hand their requests in first.
+// A lone producer costs at most a few yields; async requests (AppendAsync) nobody waits for do
+// not count, since their producer never stopped.
 func (s *Store) run() {
 	defer close(s.stopped)
-	group := make([]*request, 0, maxGroup)
+	group := make([]*request, 0, 1024)
+	expect := 0 // waiting requests answered by the last commit
 	for {
 		select {
 		case r := <-s.reqs:
@@ -76,25 +98,36 @@ func (s *Store) run() {
 			s.drainClosed()
 			return
 		}
-		// Let producers that were just answered resubmit before the group is
-		// cut: a yield, not a timer, so a lone caller loses microseconds.
-		runtime.Gosched()
+		yields := 0
 	fill:
 		for len(group) < maxGroup && group[len(group)-1].kind != opCompact {
 			select {
 			case r := <-s.reqs:
 				group = append(group, r)
+				continue
 			default:
+			}
+			if len(group) >= expect && yields > 0 || yields >= maxYields {
 				break fill
 			}
+			// At least one yield: let producers that were just answered resubmit.
+			runtime.Gosched()
+			yields++
 		}
 		var compact *request
 		if last := group[len(group)-1]; last.kind == opCompact {
 			compact, group = last, group[:len(group)-1]
 		}
+		expect = 0
+		for _, r := range group {
+			if r.cb == nil {
+				expect++
+			}
+		}
 		if len(group) > 0 {
 			s.commitGroup(group)
 		}
+		clear(group) // the requests' blocks are not kept alive by the next group's buffer
 		if compact != nil {
 			compact.done <- s.compact()
 		}
