@@ -160,8 +160,8 @@ func TestRecover_BothMetaPagesDamagedSavesEveryEventByScanning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Saved != 2900 || rep.DeadSaved != 1 || !rep.Scanned || rep.PageSize != store.PageSize || rep.Healthy {
-		t.Fatalf("report %+v, want 2900 saved, 1 dead, scanned at page size %d", rep, store.PageSize)
+	if rep.Saved != 2900 || rep.DeadSaved != 1 || !rep.Scanned || rep.PageSize != os.Getpagesize() || rep.Healthy {
+		t.Fatalf("report %+v, want 2900 saved, 1 dead, scanned at page size %d", rep, os.Getpagesize())
 	}
 	ids, dead := lossDrain(t, dir)
 	if !slices.Equal(ids, wantIDs(100, 3000)) || dead != 1 {

@@ -175,7 +175,6 @@ func openDB(path string, noSync bool, mmap int) (db *bolt.DB, err error) {
 		// matters after a big drain leaves many free pages.
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: mmap,
-		PageSize:        PageSize,
 	})
 	if err != nil {
 		return nil, err

@@ -382,9 +382,3 @@ func newBuckets(tx *bolt.Tx) buckets {
 	b.dead.FillPercent = 1.0
 	return b
 }
-
-// PageSize is the page size of a new data file (an existing file keeps its own; recovery
-// finds it either way). 16 KiB pages hold about thirty 535-byte events each: a group commit
-// writes a quarter of the pages (and of the write syscalls) that 4 KiB pages take and splits
-// fewer nodes, which doubles what one writer commits per second.
-const PageSize = 16 << 10
