@@ -74,9 +74,11 @@ const maxYields = 64
 // their next request a few microseconds after they are answered. Cutting the next group at
 // once would give it only the first of them and leave the rest for the group after, so that
 // concurrent producers split into two groups that alternate and each gets one commit in two.
-// So after a commit that answered n waiting requests, the writer yields (runtime.Gosched, not
-// a timer) until n requests are waiting or a bounded number of yields passed: the answered
-// producers, runnable on the other cores or after the yield, hand their requests in first.
+// So after a commit that answered n waiting requests, while m more arrived during it, the
+// writer yields (runtime.Gosched, not a timer) until n+m requests are waiting or a bounded
+// number of yields passed: the answered producers, runnable on the other cores or after the
+// yield, hand their requests in first. (Counting only the last group's size would keep groups
+// from ever growing back to all the producers.)
 // A lone producer costs at most a few yields; async requests (AppendAsync) nobody waits for do
 // not count, since their producer never stopped.
 func (s *Store) run() {
@@ -118,15 +120,18 @@ func (s *Store) run() {
 		if last := group[len(group)-1]; last.kind == opCompact {
 			compact, group = last, group[:len(group)-1]
 		}
-		expect = 0
+		answered := 0
 		for _, r := range group {
 			if r.cb == nil {
-				expect++
+				answered++
 			}
 		}
 		if len(group) > 0 {
 			s.commitGroup(group)
 		}
+		// The producers just answered, and those whose requests arrived during the commit:
+		// every producer known to be waiting, which the next group should hold.
+		expect = answered + len(s.reqs)
 		clear(group) // the requests' blocks are not kept alive by the next group's buffer
 		if compact != nil {
 			compact.done <- s.compact()
