@@ -205,7 +205,7 @@ func (b *bench) runE2E(ctx context.Context) {
 
 // header describes the run: sizes, machine, Go, load.
 func (b *bench) header(took time.Duration) string {
-	return fmt.Sprintf("outbox-bench: N=%s Segment track events of about 535 bytes from %d templates, faults N=%s, ceilings %s events; flags: %q\n"+
+	return fmt.Sprintf("outbox-bench: N=%s Segment track events of about 545 bytes from %d templates, faults N=%s, ceilings %s events; flags: %q\n"+
 		"machine: %d CPUs (%s), %s %s/%s; loadavg at start %s, at end %s; suite took %s\n",
 		thousands(int64(b.opt.events)), trackTemplates, thousands(int64(b.opt.faultEvents)), thousands(int64(b.opt.ceilingEvents)),
 		strings.Join(os.Args[1:], " "), runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH,

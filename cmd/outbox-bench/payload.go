@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// payloadFunc makes event i of a run: a Segment track event of about 535 bytes whose
+// payloadFunc makes event i of a run: a Segment track event of about 545 bytes whose
 // messageId is "msg-" and i in idDigits digits (so the ingest load can patch it in place).
 type payloadFunc func(i int) []byte
 

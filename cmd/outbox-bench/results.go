@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -62,7 +61,7 @@ func (b *bench) ingestRows() []row {
 		rs = append(rs, row{
 			name: name, result: rate(h.ingest.rate()), ref: ref, ratio: ratio,
 			target: "≥ 60% of bbolt", verdict: verdictIf(b.bolt > 0, h.ingest.rate() >= targetIngest*b.bolt),
-			detail: fmt.Sprintf("agent ingest: the bin/outbox subprocess, %s events of 535 bytes in %s requests from %d clients "+
+			detail: fmt.Sprintf("agent ingest: the bin/outbox subprocess, %s events of about 545 bytes in %s requests from %d clients "+
 				"(bodies built before the clock starts, messageIds patched per request), queue.sync always, into an empty data directory; the collector answers 429 Retry-After: 300, so the worker "+
 				"sleeps and does not compete (the end-to-end row measures ingest while draining). %s",
 				thousands(int64(h.ingest.events)), thousands(int64(h.ingest.requests)), b.opt.clients,
@@ -85,7 +84,7 @@ func (b *bench) ingestRows() []row {
 		ref, ratio := ratioTo(r.rate(), b.bolt)
 		rs = append(rs, row{
 			name: name, result: rate(r.rate()), ref: ref, ratio: ratio,
-			detail: fmt.Sprintf("library Enqueue (%d): uploader.Client.Enqueue, one 535-byte event per call, queue.sync always, "+
+			detail: fmt.Sprintf("library Enqueue (%d): uploader.Client.Enqueue, one 545-byte event per call, queue.sync always, "+
 				"for %s: %s events, %.1f events per commit (group commit); worker paused by 429 Retry-After: 300.",
 				g, r.elapsed.Round(time.Millisecond), thousands(r.events), r.perCommit()),
 		})
@@ -132,7 +131,7 @@ func (b *bench) e2eRows() []row {
 	if r := b.e2eLib; r != nil {
 		rs = append(rs, row{name: name, result: rate(r.rate()), ref: ref, ratio: pctIf(r.rate(), ceiling),
 			target: "≥ 70,000 ev/s", verdict: verdict(r.rate() >= targetE2E),
-			detail: fmt.Sprintf("end to end (library): %d goroutines call uploader.Client.Enqueue with %d event(s) of 535 bytes "+
+			detail: fmt.Sprintf("end to end (library): %d goroutines call uploader.Client.Enqueue with %d event(s) of about 545 bytes "+
 				"each (queue.sync always) while its worker drains to a loopback sink with gzip; first Enqueue → the sink holds "+
 				"all %s distinct: %s (producers done after %s; %d duplicates). The reference is the raw bbolt ceiling.",
 				b.opt.producers, b.opt.perCall, thousands(r.unique), secs(r.elapsed), secs(r.enqueued), r.duplicates)})
@@ -210,19 +209,6 @@ func (b *bench) agentRows() []row {
 		rs = append(rs, b.errRow(name, "restart"))
 	}
 	return rs
-}
-
-// rateList formats rates as "a, b and c ev/s".
-func rateList(rs []float64) string {
-	var parts []string
-	for _, r := range rs {
-		parts = append(parts, thousands(int64(r+0.5)))
-	}
-	if len(parts) > 1 {
-		parts[len(parts)-2] += " and " + parts[len(parts)-1]
-		parts = parts[:len(parts)-1]
-	}
-	return strings.Join(parts, ", ") + " ev/s"
 }
 
 // verdictIf is the verdict when the comparison could be made, else "".
