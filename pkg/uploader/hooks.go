@@ -51,6 +51,7 @@ type Hooks struct {
 	// OnCommit runs on the store's committing goroutine after each commit with its event
 	// count and duration.
 	OnCommit func(events int, d time.Duration)
-	// OnEnqueued runs on the calling goroutine after Enqueue/EnqueueNormalized stored events.
+	// OnEnqueued runs on the calling goroutine after Enqueue/EnqueueNormalized stored events,
+	// and for EnqueueAsync on the goroutine that calls done, once per commit's calls.
 	OnEnqueued func(events int)
 }

@@ -68,7 +68,7 @@ type StoreStats struct {
 
 // Counters are cumulative since Open.
 type Counters struct {
-	EventsEnqueued   int64 // events stored by Enqueue/EnqueueNormalized
+	EventsEnqueued   int64 // events stored by Enqueue, EnqueueAsync and their Normalized forms
 	EventsUploaded   int64 // events in batches the collector accepted
 	EventsDead       int64 // events moved to the dead letters
 	BatchesUploaded  int64
