@@ -22,10 +22,7 @@
 // All writes go through one writer goroutine. It takes every request waiting
 // in its channel (up to 16384), applies them in one write transaction, commits
 // once (one fsync unless NoSync) and answers each caller. A lone caller is
-// committed immediately; there is no timer (unlike bbolt's DB.Batch). After a
-// commit it yields (a bounded number of runtime.Gosched, still no timer) until
-// the callers it knows wait have handed in their next request, so concurrent
-// callers share one commit instead of splitting into two that alternate.
+// committed immediately; there is no timer (unlike bbolt's DB.Batch).
 // AppendAsync hands its request over without waiting: its callback is called
 // on the writer goroutine after the commit, and the callers of Append and
 // AppendAsync share the same transactions, so one asynchronous producer fills

@@ -62,29 +62,20 @@ const (
 	maxQueued = 16384
 )
 
-// maxYields bounds the yields the writer makes while it waits for the producers it has just
-// answered to come back (see run).
-const maxYields = 64
-
 // run is the writer goroutine: it takes every request that is waiting,
 // applies them in one write transaction, commits (one fsync) and answers
 // each. A lone request is committed at once; nothing waits on a timer.
 //
-// Producers that wait for their commit (Enqueue, ingest, the worker's acks) come back with
-// their next request a few microseconds after they are answered. Cutting the next group at
-// once would give it only the first of them and leave the rest for the group after, so that
-// concurrent producers split into two groups that alternate and each gets one commit in two.
-// So after a commit that answered n waiting requests, while m more arrived during it, the
-// writer yields (runtime.Gosched, not a timer) until n+m requests are waiting or a bounded
-// number of yields passed: the answered producers, runnable on the other cores or after the
-// yield, hand their requests in first. (Counting only the last group's size would keep groups
-// from ever growing back to all the producers.)
-// A lone producer costs at most a few yields; async requests (AppendAsync) nobody waits for do
-// not count, since their producer never stopped.
+// Concurrent waiting producers (Enqueue, ingest, the worker's acks) end up in two cohorts
+// that alternate: those answered by one commit prepare their next request while the next
+// commit, holding the others, runs. Merging them into one group (by waiting for the answered
+// producers to come back) was measured and does not help: it doubles the events per commit
+// (about 39 to 63 with 64 producers) but serialises preparing and committing, for the same
+// events/s; see docs/BENCHMARKS.md. A sync producer's ceiling is producers / (commit latency
+// + its own time per event).
 func (s *Store) run() {
 	defer close(s.stopped)
 	group := make([]*request, 0, 1024)
-	expect := 0 // waiting requests answered by the last commit
 	for {
 		select {
 		case r := <-s.reqs:
@@ -100,38 +91,25 @@ func (s *Store) run() {
 			s.drainClosed()
 			return
 		}
-		yields := 0
+		// Let producers that were just answered resubmit before the group is
+		// cut: a yield, not a timer, so a lone caller loses microseconds.
+		runtime.Gosched()
 	fill:
 		for len(group) < maxGroup && group[len(group)-1].kind != opCompact {
 			select {
 			case r := <-s.reqs:
 				group = append(group, r)
-				continue
 			default:
-			}
-			if len(group) >= expect && yields > 0 || yields >= maxYields {
 				break fill
 			}
-			// At least one yield: let producers that were just answered resubmit.
-			runtime.Gosched()
-			yields++
 		}
 		var compact *request
 		if last := group[len(group)-1]; last.kind == opCompact {
 			compact, group = last, group[:len(group)-1]
 		}
-		answered := 0
-		for _, r := range group {
-			if r.cb == nil {
-				answered++
-			}
-		}
 		if len(group) > 0 {
 			s.commitGroup(group)
 		}
-		// The producers just answered, and those whose requests arrived during the commit:
-		// every producer known to be waiting, which the next group should hold.
-		expect = answered + len(s.reqs)
 		clear(group) // the requests' blocks are not kept alive by the next group's buffer
 		if compact != nil {
 			compact.done <- s.compact()
