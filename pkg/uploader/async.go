@@ -62,7 +62,8 @@ type asyncCall struct {
 // called with nil: done(nil) is the acknowledgement that they are durable.
 //
 // done runs on one goroutine of the client, in commit order; it must not block for long
-// (later dones wait for it) and must not call Flush or Close. Under queue.when_full: block, a
+// (later dones wait for it) and must not call Flush or Close. A done that calls EnqueueAsync
+// again may have to wait for room that only later dones free: give that call a ctx that ends. Under queue.when_full: block, a
 // call that does not fit waits for room in the queue (holding its pending bytes, so that
 // EnqueueAsync eventually waits too) and is then queued after events enqueued meanwhile.
 func (c *Client) EnqueueAsync(ctx context.Context, done func(error), events ...any) error {
