@@ -12,7 +12,7 @@ import (
 // commit. done is called exactly once, from the store's committing goroutine (or, under
 // WhenFull block, from a goroutine that waited for room), with nil once the events are
 // committed (and fsynced unless NoSync), or with the error that kept them out: ErrFull under
-// reject, ErrClosed when the queue closes first, a write error. done must return quickly and
+// reject, ErrClosed when the queue closes first, the store's write error. done must return quickly and
 // must not call the queue. Pending events share commits with everything else the writer has
 // waiting, so one producer fills commits of many events.
 //
@@ -24,22 +24,18 @@ import (
 // MaxBytes (ErrTooLarge, wrapped), when the queue is closed (ErrClosed), and when ctx ends
 // while the writer's intake is full (ctx.Err()). ctx bounds only that hand-off.
 func (q *Queue) EnqueueAsync(ctx context.Context, done func(error), events ...[]byte) error {
-	var room <-chan struct{}
+	cb := done // the store's errors are the queue's (ErrFull, ErrClosed are the same values)
 	if q.cfg.WhenFull == Block {
-		room = q.s.Room() // before the append, so that room freed after its answer is not missed
-	}
-	err := q.s.AppendAsync(ctx, events, func(err error) {
-		switch {
-		case err == nil:
-			done(nil)
-		case errors.Is(err, store.ErrFull) && q.cfg.WhenFull == Block:
-			go q.retryWhenRoom(room, events, done)
-		case errors.Is(err, store.ErrFull):
-			done(ErrFull)
-		default:
-			done(fmt.Errorf("enqueue: %w", err))
+		room := q.s.Room() // before the append, so that room freed after its answer is not missed
+		cb = func(err error) {
+			if errors.Is(err, store.ErrFull) {
+				go q.retryWhenRoom(room, events, done)
+				return
+			}
+			done(err)
 		}
-	})
+	}
+	err := q.s.AppendAsync(ctx, events, cb)
 	if err != nil && !errors.Is(err, ctx.Err()) {
 		return fmt.Errorf("enqueue: %w", err)
 	}

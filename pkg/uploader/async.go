@@ -26,13 +26,14 @@ type asyncState struct {
 	waiters int           // EnqueueAsync calls waiting for room
 	room    chan struct{} // closed (and dropped) when bytes are released while someone waits
 	idle    chan struct{} // closed (and dropped) when calls falls to 0
-	ready   []*asyncCall  // answered by the queue, waiting for the dispatcher
-	spare   []*asyncCall  // the dispatcher's previous batch, reused for ready
+	ready   []asyncCall   // answered by the queue, waiting for the dispatcher
+	spare   []asyncCall   // the dispatcher's previous batch, reused for ready
 	wake    chan struct{} // buffered 1: ready is not empty, or Close is done
 	running bool          // the dispatcher goroutine has been started
 }
 
-// asyncCall is one accepted EnqueueAsync call.
+// asyncCall is one accepted EnqueueAsync call. It is held by value (in the callback the queue
+// gets, then in ready), so a call costs the queue one closure and nothing else.
 type asyncCall struct {
 	done          func(error)
 	events, bytes int64
@@ -77,25 +78,26 @@ func (c *Client) EnqueueAsync(ctx context.Context, done func(error), events ...a
 // EnqueueNormalizedAsync is EnqueueAsync for events that are already normalised (by
 // event.Normalize or event.ParseBatch); it does not validate them again.
 func (c *Client) EnqueueNormalizedAsync(ctx context.Context, done func(error), events ...[]byte) error {
-	call := &asyncCall{done: done, events: int64(len(events))}
+	call := asyncCall{done: done, events: int64(len(events))}
 	for _, e := range events {
 		call.bytes += int64(len(e))
 	}
 	if max := c.cfg.Queue.MaxBytes; call.bytes > max {
 		return fmt.Errorf("uploader: enqueue: %d bytes of events, over queue.max_bytes (%d): %w", call.bytes, max, ErrTooLarge)
 	}
-	if err := c.reserve(ctx, call); err != nil {
+	if err := c.reserve(ctx, &call); err != nil {
 		return err
 	}
 	if len(events) == 0 {
 		c.answered(call, nil)
 		return nil
 	}
-	err := c.q.EnqueueAsync(ctx, func(err error) { c.answered(call, err) }, events...)
+	answer := call // captured by value: the callback is the call's only allocation
+	err := c.q.EnqueueAsync(ctx, func(err error) { c.answered(answer, err) }, events...)
 	if err == nil {
 		return nil
 	}
-	c.unreserve(call)
+	c.unreserve(&call)
 	if errors.Is(err, queue.ErrClosed) {
 		return ErrClosed
 	}
@@ -163,7 +165,7 @@ func (c *Client) unreserve(call *asyncCall) {
 
 // answered hands a call's outcome to the dispatcher. It runs on the store's writer goroutine
 // (or the queue's, under when_full: block) and only appends under the lock.
-func (c *Client) answered(call *asyncCall, err error) {
+func (c *Client) answered(call asyncCall, err error) {
 	a := &c.async
 	switch {
 	case err == nil:
@@ -193,8 +195,8 @@ func (c *Client) dispatch() {
 		if len(batch) > 0 {
 			a.ready, a.spare = a.spare[:0], nil
 		}
-		for _, call := range batch {
-			a.release(call) // before done: a done may enqueue again
+		for i := range batch {
+			a.release(&batch[i]) // before done: a done may enqueue again
 		}
 		wake := a.wake
 		quit := len(batch) == 0 && a.closed && a.calls == 0
