@@ -21,8 +21,8 @@ type bench struct {
 	load0  string // /proc/loadavg at the start
 	failed int
 
-	bolt, gzip  float64 // ceilings, events/s
-	gzipRes     gzipResult
+	bolt        float64 // bbolt ceiling, events/s
+	peers       *peerResults
 	enq         map[int]enqueueResult
 	hold        *holdResult
 	restart     *restartResult
@@ -35,10 +35,7 @@ type bench struct {
 }
 
 func newBench(o options, log io.Writer) (*bench, error) {
-	gen, err := payloadFor(o.payload)
-	if err != nil {
-		return nil, err
-	}
+	gen := payloadFunc(realTrack)
 	root, err := os.MkdirTemp(o.dir, "outbox-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
@@ -93,7 +90,7 @@ func (b *bench) runSections(ctx context.Context) {
 		name string
 		fn   func(context.Context)
 	}{
-		{"ceiling", b.runCeilings}, {"enqueue", b.runEnqueue}, {"agent", b.runAgent},
+		{"peers", b.runPeers}, {"ceiling", b.runCeilings}, {"enqueue", b.runEnqueue}, {"agent", b.runAgent},
 		{"faults", b.runFaults}, {"e2e", b.runE2E}, {"kafka", b.runKafka},
 	}
 	for _, s := range steps {
@@ -114,15 +111,7 @@ func (b *bench) runCeilings(context.Context) {
 	var err error
 	if b.bolt, err = boltCeiling(d, 500, b.opt.ceilingEvents); err != nil {
 		b.fail("ceiling", err)
-		return
 	}
-	b.progress("gzip ceiling: %s events in 500-event bodies, best of %d rounds of at least %s",
-		thousands(int64(b.opt.ceilingEvents)), gzipRounds, gzipRoundMin)
-	if b.gzipRes, err = gzipCeiling(b.gen, b.opt.ceilingEvents, 500); err != nil {
-		b.fail("ceiling", err)
-		return
-	}
-	b.gzip = b.gzipRes.best()
 }
 
 func (b *bench) runEnqueue(ctx context.Context) {
@@ -217,9 +206,9 @@ func (b *bench) runE2E(ctx context.Context) {
 
 // header describes the run: sizes, machine, Go, load.
 func (b *bench) header(took time.Duration) string {
-	return fmt.Sprintf("outbox-bench: N=%s events of 535 bytes (-payload %s), faults N=%s, ceilings %s events; flags: %q\n"+
+	return fmt.Sprintf("outbox-bench: N=%s Segment track events of about 545 bytes from %d templates, faults N=%s, ceilings %s events; flags: %q\n"+
 		"machine: %d CPUs (%s), %s %s/%s; loadavg at start %s, at end %s; suite took %s\n",
-		thousands(int64(b.opt.events)), b.opt.payload, thousands(int64(b.opt.faultEvents)), thousands(int64(b.opt.ceilingEvents)),
+		thousands(int64(b.opt.events)), trackTemplates, thousands(int64(b.opt.faultEvents)), thousands(int64(b.opt.ceilingEvents)),
 		strings.Join(os.Args[1:], " "), runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		b.load0, loadavg(), took.Round(time.Second))
 }

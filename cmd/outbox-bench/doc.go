@@ -4,9 +4,16 @@
 //
 // # What runs
 //
+//	peers     outbox side by side with posthog-go v1.5.2, each client in its own process
+//	          on the same -peer-events events to one loopback collector, -peer-rounds
+//	          rounds (medians): posthog-go from one goroutine (bench/peers, its own Go
+//	          module), outbox EnqueueAsync from one goroutine and Enqueue from 64
+//	          goroutines (this binary re-run with -child), and a plain HTTP batch client
+//	          doing what analytics-go does, to the collector and through the agent.
+//	          Events/s and CPU per event (getrusage user+sys of the client process over its
+//	          span; the agent's from /proc) as ratios to posthog-go's
 //	ceiling   raw bbolt (1000 × 500-byte values per fsync'd tx, increasing KSUID keys,
-//	          FillPercent 1.0) and gzip alone on the drain's bodies (klauspost, BestSpeed;
-//	          best of 3 rounds of at least 0.5 s)
+//	          FillPercent 1.0)
 //	enqueue   uploader.Client.Enqueue, one event per call, 1, 8 and 64 goroutines, for
 //	          -enqueue-for each; the worker is parked by a collector answering
 //	          429 Retry-After: 300
@@ -25,9 +32,10 @@
 //	          queue.sync always: through the library (-producers goroutines calling
 //	          Enqueue) and through the agent (-clients × -per-request over HTTP)
 //
-// Every collector is a pkg/sink on 127.0.0.1 that keeps counters only. Events are 535 bytes
-// with distinct messageIds (-payload varied: eventtest.Track with pseudo-random padding;
-// -payload track: eventtest.Track as is, which gzip shrinks 40-fold). Memory is read from
+// Every collector is a pkg/sink on 127.0.0.1 that keeps counters only. Events are Segment
+// track events of about 545 bytes made from 1,000 templates (event name, page, properties,
+// browser) filled with per-event values (user, ids, timestamp, prices), with distinct
+// messageIds; 500 of them gzip (BestSpeed) about 6.9:1, like real analytics traffic. Memory is read from
 // /proc/PID/status every 50 ms. The HTTP load builds one body per client before the clock
 // starts and only rewrites its fixed-width messageIds ("msg-" and 12 digits) per request,
 // so that it leaves the shared cores to the agent; the footnotes of the agent ingest and
@@ -37,5 +45,6 @@
 //
 // Data directories go under -dir ($TMPDIR by default) and are removed after each step
 // (-keep keeps them and the agent logs); the default N of 1,000,000 needs about 1.5 GB free.
-// The full default run takes 2 to 6 minutes on 2 cores; -quick takes under a minute.
+// The full default run takes about 4 to 6 minutes on 2 cores; -quick takes about a minute.
+// The peers section builds bench/peers with the go command (-peers names its directory).
 package main

@@ -22,7 +22,7 @@ type e2eResult struct {
 func (r e2eResult) rate() float64 { return float64(r.unique) / r.elapsed.Seconds() }
 
 // e2eLibrary runs producers goroutines calling uploader.Client.Enqueue (one event per call,
-// 535 bytes, queue.sync: always) on a fresh queue while its worker drains to a live
+// about 545 bytes, queue.sync: always) on a fresh queue while its worker drains to a live
 // loopback sink with gzip, and measures from the first Enqueue until the sink holds all n
 // distinct messageIds.
 func e2eLibrary(ctx context.Context, gen payloadFunc, dir string, n, producers, perCall int, limit time.Duration) (e2eResult, error) {

@@ -46,7 +46,7 @@ func closeClient(c *uploader.Client) {
 }
 
 // libraryEnqueue runs goroutines producers calling uploader.Client.Enqueue with one
-// 535-byte event per call, queue.sync: always, for d. The client's endpoint is a
+// 545-byte event per call, queue.sync: always, for d. The client's endpoint is a
 // paused collector (429 Retry-After: 300), so its worker sleeps and does not compete.
 func libraryEnqueue(ctx context.Context, gen payloadFunc, dir, endpoint string, goroutines int, d time.Duration) (enqueueResult, error) {
 	var commits atomic.Int64

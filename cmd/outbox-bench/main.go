@@ -34,12 +34,20 @@ type options struct {
 	quick           bool
 	only            string // comma-separated sections
 	seed            uint64 // fault script seed
-	payload         string // track | varied
 	cpuprofile      string
+	peerEvents      int    // events each peer-comparison client sends
+	peerRounds      int    // rounds of the peer comparison (medians)
+	peersDir        string // the bench/peers module
+	child           string // internal: run one outbox client as a child process (peers section)
+	childEvents     string // internal: the child's events file
+	childEndpoint   string // internal: the child's collector
+	childDir        string // internal: the child's data directory
 }
 
 // allSections are the sections of the suite, in run order.
-func allSections() []string { return []string{"ceiling", "enqueue", "agent", "faults", "e2e", "kafka"} }
+func allSections() []string {
+	return []string{"peers", "ceiling", "enqueue", "agent", "faults", "e2e", "kafka"}
+}
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
@@ -48,10 +56,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `outbox-bench: outbox's benchmark suite and load generator (docs/BENCHMARKS.md).
 
-It prints one table: durable ingest (agent HTTP and library Enqueue) against a raw bbolt
-ceiling, the drain of N queued events against gzip alone, the drain under faults, end to end,
-the agent's memory, restart and SIGTERM times and its file size after a drain. The agent rows
-run the real binary (-outbox, built by 'make build') as a subprocess.
+It prints one table: outbox side by side with posthog-go (EnqueueAsync from one goroutine,
+Enqueue from 64 goroutines, the agent fed over HTTP; each client in its own process, figures
+as ratios to the peer's), durable ingest (agent HTTP and library Enqueue) against a raw bbolt
+ceiling, the drain of N queued events, the drain under faults, end to end, the agent's
+memory, restart and SIGTERM times and its file size after a drain. The agent rows run the
+real binary (-outbox, built by 'make build') as a subprocess.
 
 Usage: go run ./cmd/outbox-bench [flags]
 
@@ -74,7 +84,13 @@ Usage: go run ./cmd/outbox-bench [flags]
 	fs.BoolVar(&o.keep, "keep", false, "keep the data directories and agent logs")
 	fs.BoolVar(&o.quick, "quick", false, "small sizes for a quick check (N 100000, faults 20000, ceilings 50000, 2s Enqueue runs)")
 	fs.StringVar(&o.only, "only", strings.Join(allSections(), ","), "comma-separated sections to run: "+strings.Join(allSections(), ","))
-	fs.StringVar(&o.payload, "payload", "varied", "events: varied (eventtest.Track with pseudo-random padding, gzip about 8:1) or track (eventtest.Track as is, gzip about 40:1)")
+	fs.IntVar(&o.peerEvents, "peer-events", 200_000, "events each client sends in the peer comparison (-quick: 50000)")
+	fs.IntVar(&o.peerRounds, "peer-rounds", 3, "rounds of the peer comparison; the table shows medians (-quick: 1)")
+	fs.StringVar(&o.peersDir, "peers", "bench/peers", "directory of the bench/peers Go module (posthog-go and the plain HTTP batch client)")
+	fs.StringVar(&o.child, "child", "", "internal: run one outbox client (async or enqueue64) and print its figures")
+	fs.StringVar(&o.childEvents, "child-events", "", "internal: events file of -child")
+	fs.StringVar(&o.childEndpoint, "child-endpoint", "", "internal: collector of -child")
+	fs.StringVar(&o.childDir, "child-dir", "", "internal: data directory of -child")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault script")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the in-process library runs) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -95,9 +111,18 @@ Usage: go run ./cmd/outbox-bench [flags]
 		if !set["enqueue-for"] {
 			o.enqueueFor = 2 * time.Second
 		}
+		if !set["peer-events"] {
+			o.peerEvents = 50_000
+		}
+		if !set["peer-rounds"] {
+			o.peerRounds = 1
+		}
+	}
+	if o.child != "" {
+		return o, nil
 	}
 	if o.events < o.perRequest || o.faultEvents < 1 || o.ceilingEvents < 1000 || o.clients < 1 ||
-		o.perRequest < 1 || o.producers < 1 || o.perCall < 1 {
+		o.perRequest < 1 || o.producers < 1 || o.perCall < 1 || o.peerEvents < 1000 || o.peerRounds < 1 {
 		return o, fmt.Errorf("sizes must be positive (-events at least -per-request, -ceiling-events at least 1000)")
 	}
 	for _, s := range strings.Split(o.only, ",") {
@@ -149,6 +174,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.child != "" {
+		if err := runChild(ctx, o, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "outbox-bench -child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "outbox-bench:", err)
 		os.Exit(1)

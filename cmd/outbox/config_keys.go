@@ -144,6 +144,8 @@ var keys = []keyDef{
 		help: "reject (ingest answers 503 + Retry-After) or drop_oldest (evict from the head, counted)"},
 	{key: "queue.sync", kind: kindString, enum: []string{"always", "none"}, field: func(c *Config) any { return &c.Queue.Sync },
 		help: "always = fsync every commit before answering 200; none = faster, loses recent events on power loss"},
+	{key: "queue.max_pending_bytes", kind: kindSize, min: 1, field: func(c *Config) any { return &c.Queue.MaxPendingBytes },
+		help: "library only: bound on the event bytes EnqueueAsync has accepted and not yet committed; past it EnqueueAsync waits"},
 	{key: "dead.max_bytes", kind: kindSize, min: 1, field: func(c *Config) any { return &c.Dead.MaxBytes },
 		help: "bound on dead-letter bytes; past it the oldest dead batches are dropped"},
 	{key: "shutdown.timeout", kind: kindDuration, min: 1, field: func(c *Config) any { return &c.Agent.ShutdownTimeout },

@@ -42,11 +42,12 @@ type Metrics struct {
 
 // gaugeValues are the point-in-time values exported as gauges.
 type gaugeValues struct {
-	queueEvents, queueBytes float64
-	oldestAge               float64 // seconds; 0 when the queue is empty
-	deadEvents              float64
-	fileBytes               float64
-	lastSuccess             time.Time // zero when no upload has succeeded yet
+	queueEvents, queueBytes     float64
+	pendingEvents, pendingBytes float64 // accepted by EnqueueAsync, not yet committed
+	oldestAge                   float64 // seconds; 0 when the queue is empty
+	deadEvents                  float64
+	fileBytes                   float64
+	lastSuccess                 time.Time // zero when no upload has succeeded yet
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil → a new registry). It fails
@@ -119,6 +120,7 @@ func (m *Metrics) observeIngest(route string, code int) {
 type gaugeCollector struct {
 	m                                                                      *Metrics
 	queueEvents, queueBytes, oldestAge, deadEvents, fileBytes, lastSuccess *prometheus.Desc
+	pendingEvents, pendingBytes                                            *prometheus.Desc
 }
 
 func newGaugeCollector(m *Metrics) *gaugeCollector {
@@ -134,12 +136,15 @@ func newGaugeCollector(m *Metrics) *gaugeCollector {
 		fileBytes:   desc("store_file_bytes", "Size of the bbolt file."),
 		lastSuccess: desc("last_upload_success_timestamp_seconds",
 			"Unix time of the last successful upload; 0 when none yet. Alert on its age."),
+		pendingEvents: desc("pending_events", "Events accepted by EnqueueAsync and not yet committed to the queue."),
+		pendingBytes:  desc("pending_bytes", "Normalised bytes of the events accepted by EnqueueAsync and not yet committed."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{g.queueEvents, g.queueBytes, g.oldestAge, g.deadEvents, g.fileBytes, g.lastSuccess} {
+	for _, d := range []*prometheus.Desc{g.queueEvents, g.queueBytes, g.oldestAge, g.deadEvents, g.fileBytes, g.lastSuccess,
+		g.pendingEvents, g.pendingBytes} {
 		ch <- d
 	}
 }
@@ -162,6 +167,7 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	}{
 		{g.queueEvents, v.queueEvents}, {g.queueBytes, v.queueBytes}, {g.oldestAge, v.oldestAge},
 		{g.deadEvents, v.deadEvents}, {g.fileBytes, v.fileBytes}, {g.lastSuccess, last},
+		{g.pendingEvents, v.pendingEvents}, {g.pendingBytes, v.pendingBytes},
 	} {
 		ch <- prometheus.MustNewConstMetric(p.d, prometheus.GaugeValue, p.v)
 	}

@@ -41,6 +41,7 @@ func sampledColumns() []column {
 	return []column{
 		{name: "queue_events", read: func(s snapshot) int64 { return s.stats.Queue.Events }},
 		{name: "queue_bytes", read: func(s snapshot) int64 { return s.stats.Queue.Bytes }},
+		{name: "pending_events", read: func(s snapshot) int64 { return s.stats.Queue.PendingEvents }},
 		{name: "dead_events", read: func(s snapshot) int64 { return s.stats.Dead.Events }},
 		{name: "enqueued", counter: true, read: func(s snapshot) int64 { return s.stats.Counters.EventsEnqueued }},
 		{name: "uploaded", counter: true, read: func(s snapshot) int64 { return s.stats.Counters.EventsUploaded }},

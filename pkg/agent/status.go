@@ -96,11 +96,13 @@ func statusFromStats(s uploader.Stats) Status {
 // gaugesFromStats maps the client's stats onto the scrape-time gauges.
 func gaugesFromStats(s uploader.Stats) gaugeValues {
 	return gaugeValues{
-		queueEvents: float64(s.Queue.Events),
-		queueBytes:  float64(s.Queue.Bytes),
-		oldestAge:   s.Queue.OldestAge.Seconds(),
-		deadEvents:  float64(s.Dead.Events),
-		fileBytes:   float64(s.Store.FileBytes),
-		lastSuccess: s.Upload.LastSuccess,
+		queueEvents:   float64(s.Queue.Events),
+		queueBytes:    float64(s.Queue.Bytes),
+		pendingEvents: float64(s.Queue.PendingEvents),
+		pendingBytes:  float64(s.Queue.PendingBytes),
+		oldestAge:     s.Queue.OldestAge.Seconds(),
+		deadEvents:    float64(s.Dead.Events),
+		fileBytes:     float64(s.Store.FileBytes),
+		lastSuccess:   s.Upload.LastSuccess,
 	}
 }

@@ -22,9 +22,13 @@
 // # Writes: group commit
 //
 // All writes go through one writer goroutine. It takes every request waiting
-// in its channel (up to 1024), applies them in one write transaction, commits
+// in its channel (up to 16384), applies them in one write transaction, commits
 // once (one fsync unless NoSync) and answers each caller. A lone caller is
 // committed immediately; there is no timer (unlike bbolt's DB.Batch).
+// AppendAsync hands its request over without waiting: its callback is called
+// on the writer goroutine after the commit, and the callers of Append and
+// AppendAsync share the same transactions, so one asynchronous producer fills
+// commits of as many events as it queued during the previous one.
 // Counters live in memory, are published after each commit (without copying
 // anything per commit) and persisted in meta within the same transaction, so
 // Stats is cheap.

@@ -41,6 +41,7 @@ type Store struct {
 	db   *bolt.DB
 
 	reqs     chan *request
+	sendMu   sync.RWMutex // AppendAsync's hand-off (read) against Close closing quit (write)
 	quit     chan struct{}
 	stopped  chan struct{}
 	closeErr error
@@ -109,7 +110,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	}
 	s := &Store{
 		dir: dir, path: filepath.Join(dir, FileName), opt: opt, log: opt.Logger, lock: lock,
-		reqs: make(chan *request, 1024), quit: make(chan struct{}), stopped: make(chan struct{}),
+		reqs: make(chan *request, maxQueued), quit: make(chan struct{}), stopped: make(chan struct{}),
 		notify: make(chan struct{}, 1),
 	}
 	s.room.Store(&roomCh{ch: make(chan struct{})})
@@ -264,7 +265,9 @@ func (s *Store) load(db *bolt.DB) (err error) {
 // the file and releases the directory lock. It is safe to call twice.
 func (s *Store) Close() error {
 	s.once.Do(func() {
+		s.sendMu.Lock()
 		close(s.quit)
+		s.sendMu.Unlock()
 		<-s.stopped
 		s.dbmu.Lock() // waits for readers, including a background check (which sees quit)
 		err := s.db.Close()

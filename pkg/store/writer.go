@@ -40,18 +40,43 @@ type request struct {
 	delta  counts   // fixCounts
 	n      int      // result: events (append, replay) or batches (purge) affected
 	err    error
-	done   chan error
+	done   chan error  // sync requests: receives err
+	cb     func(error) // async appends (AppendAsync): called with err on the writer goroutine
 }
 
-// maxGroup bounds the requests coalesced into one transaction.
-const maxGroup = 1024
+// answer hands the request's outcome to whoever waits for it.
+func (r *request) answer() {
+	if r.cb != nil {
+		r.cb(r.err)
+		return
+	}
+	r.done <- r.err
+}
+
+// maxGroup bounds the requests coalesced into one transaction, and maxQueued those waiting
+// for the writer (past it a producer waits to hand its request over). A transaction takes
+// every request waiting: with fsync'd commits of a few milliseconds, one EnqueueAsync producer
+// queues thousands of one-event requests meanwhile, and a smaller bound would cut its commits
+// short and make it wait on the channel instead of on queue.max_pending_bytes.
+const (
+	maxGroup  = 16384
+	maxQueued = 16384
+)
 
 // run is the writer goroutine: it takes every request that is waiting,
 // applies them in one write transaction, commits (one fsync) and answers
 // each. A lone request is committed at once; nothing waits on a timer.
+//
+// Concurrent waiting producers (Enqueue, ingest, the worker's acks) end up in two cohorts
+// that alternate: those answered by one commit prepare their next request while the next
+// commit, holding the others, runs. Merging them into one group (by waiting for the answered
+// producers to come back) was measured and does not help: it doubles the events per commit
+// (about 39 to 63 with 64 producers) but serialises preparing and committing, for the same
+// events/s; see docs/BENCHMARKS.md. A sync producer's ceiling is producers / (commit latency
+// + its own time per event).
 func (s *Store) run() {
 	defer close(s.stopped)
-	group := make([]*request, 0, maxGroup)
+	group := make([]*request, 0, 1024)
 	for {
 		select {
 		case r := <-s.reqs:
@@ -86,6 +111,7 @@ func (s *Store) run() {
 		if len(group) > 0 {
 			s.commitGroup(group)
 		}
+		clear(group) // the requests' blocks are not kept alive by the next group's buffer
 		if compact != nil {
 			compact.done <- s.compact()
 		}
@@ -96,7 +122,8 @@ func (s *Store) drainClosed() {
 	for {
 		select {
 		case r := <-s.reqs:
-			r.done <- errs.ErrClosed
+			r.err = errs.ErrClosed
+			r.answer()
 		default:
 			return
 		}
@@ -119,7 +146,7 @@ func (s *Store) commitGroup(group []*request) {
 			if r.err == nil || !isLogical(r.err) {
 				r.err = err
 			}
-			r.done <- r.err
+			r.answer()
 		}
 	}
 	if e := s.failed.Load(); e != nil {
@@ -199,7 +226,7 @@ func (s *Store) commitGroup(group []*request) {
 		s.maybeCompact()
 	}
 	for _, r := range group {
-		r.done <- r.err
+		r.answer()
 	}
 	if added > 0 {
 		select {
@@ -218,6 +245,66 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
+	r, err := s.appendRequest(events)
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, r)
+}
+
+// AppendAsync hands events to the writer and returns without waiting for the
+// commit: cb is then called exactly once, on the writer goroutine, with nil
+// once they are committed (fsynced unless NoSync), or with the error that
+// kept them out (errs.ErrQueueFull under reject, errs.ErrClosed when the store closes
+// first, a write error). cb must return quickly and must not call the store.
+// Pending appends go into the same transactions as every other request, so
+// a single producer fills commits of many events.
+//
+// AppendAsync returns an error, and cb is not called, when the events alone
+// total more than MaxBytes (errs.ErrTooLarge, wrapped), when the store is closed
+// (errs.ErrClosed) or failed, and when ctx ends while it waits for the writer to
+// take the request (the writer's queue holds at most a few thousand
+// requests: past that the caller waits, it is never buffered without bound).
+// ctx bounds only that hand-off: once accepted, the events are committed
+// whatever becomes of ctx.
+func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)) error {
+	if len(events) == 0 {
+		cb(nil)
+		return nil
+	}
+	r, err := s.appendRequest(events)
+	if err != nil {
+		return err
+	}
+	if e := s.failed.Load(); e != nil {
+		return e
+	}
+	r.ctx, r.cb = context.Background(), cb
+	// Under the read lock, a request is either in the channel before Close closes quit (the
+	// writer then answers it, with errs.ErrClosed at the latest) or refused here.
+	s.sendMu.RLock()
+	defer s.sendMu.RUnlock()
+	select {
+	case <-s.quit:
+		return errs.ErrClosed
+	default:
+	}
+	select {
+	case s.reqs <- r:
+		return nil
+	case <-s.quit:
+		return errs.ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Closing returns a channel closed when Close begins: requests made after it fail with
+// errs.ErrClosed.
+func (s *Store) Closing() <-chan struct{} { return s.quit }
+
+// appendRequest checks the size of an append and builds its request.
+func (s *Store) appendRequest(events [][]byte) (*request, error) {
 	var need int64
 	for _, e := range events {
 		need += int64(len(e))
@@ -225,10 +312,10 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if s.opt.Policy != nil {
 		// Checked before the writer: eviction could never make room, so nothing is evicted.
 		if err := s.opt.Policy.Fits(need); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return s.submit(ctx, &request{kind: opAppend, events: events, block: appendBlock(events), need: need})
+	return &request{kind: opAppend, events: events, block: appendBlock(events), need: need}, nil
 }
 
 // Delete removes the events with these keys (and the head retry state when

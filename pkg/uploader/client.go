@@ -29,6 +29,8 @@ type Client struct {
 	evOpts event.Options
 	intake sync.WaitGroup
 
+	async asyncState // EnqueueAsync's pending calls (async.go)
+
 	mu     sync.Mutex // guards closed
 	closed bool
 }
@@ -120,19 +122,29 @@ func queueConfig(cfg Config, o options) queue.Config {
 // with block, and evicts the oldest events (counted in Stats().Queue.Dropped) with drop_oldest.
 // Events that alone exceed queue.max_bytes get errs.ErrTooLarge under every policy.
 func (c *Client) Enqueue(ctx context.Context, events ...any) error {
+	norm, err := c.normalize(events)
+	if err != nil {
+		return err
+	}
+	return c.EnqueueNormalized(ctx, norm...)
+}
+
+// normalize validates and normalises Enqueue's arguments; the first bad one is an
+// *event.Error with its index.
+func (c *Client) normalize(events []any) ([][]byte, error) {
 	norm := make([][]byte, len(events))
 	for i, ev := range events {
 		raw, err := rawEvent(ev)
 		if err != nil {
-			return &event.Error{Index: i, Reason: err.Error()}
+			return nil, &event.Error{Index: i, Reason: err.Error()}
 		}
 		n, err := event.Normalize(raw, "", c.evOpts)
 		if err != nil {
-			return withIndex(err, i)
+			return nil, withIndex(err, i)
 		}
 		norm[i] = n
 	}
-	return c.EnqueueNormalized(ctx, norm...)
+	return norm, nil
 }
 
 // EnqueueNormalized stores events that are already normalised (by event.Normalize or
@@ -191,7 +203,8 @@ func withIndex(err error, i int) error {
 	return fmt.Errorf("event %d: %w", i, err)
 }
 
-// Flush asks the worker to upload now, ignoring batch.interval, and waits. It returns nil
+// Flush waits until every accepted EnqueueAsync call's done has returned, then asks the worker
+// to upload now, ignoring batch.interval, and waits. It returns nil
 // when the queue is empty, ctx's error when ctx ends first, a *WaitingError when the worker
 // waits on a retry budget (the queue will not empty before its Until), the *HookError or
 // *ConfigError that keeps the head batch from being sent, or errs.ErrClosed after Close.
@@ -201,6 +214,9 @@ func (c *Client) Flush(ctx context.Context) error {
 	c.mu.Unlock()
 	if closed {
 		return errs.ErrClosed
+	}
+	if err := c.waitAsync(ctx); err != nil { // every EnqueueAsync before Flush is answered first
+		return err
 	}
 	c.w.flushing.Add(1)
 	defer c.w.flushing.Add(-1)
@@ -225,8 +241,11 @@ func (c *Client) Flush(ctx context.Context) error {
 	}
 }
 
-// Close stops intake (Enqueue returns errs.ErrClosed), wakes the worker out of any wait, lets it
-// upload until the queue is empty or ctx ends, then closes the store. A retry wait longer
+// Close stops intake (Enqueue and EnqueueAsync return errs.ErrClosed), waits until every
+// pending EnqueueAsync call is committed (or ctx ends), wakes the worker out of any wait, lets
+// it upload until the queue is empty or ctx ends, then closes the store. It returns only once
+// every accepted EnqueueAsync call's done has been called and has returned: calls still
+// pending when ctx ended get errs.ErrClosed. A retry wait longer
 // than the time left before ctx's deadline is not started: that batch stays on disk with its
 // retry state and goes first at the next Open. An attempt in flight when ctx ends is
 // cancelled, so Close returns within ctx's deadline plus a few milliseconds whatever the
@@ -239,6 +258,8 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.closeAsync()
+	_ = c.waitAsync(ctx) // pending EnqueueAsync events are committed before the last upload pass
 	c.w.stopWith(ctx)
 	intakeDone := make(chan struct{})
 	go func() { c.intake.Wait(); close(intakeDone) }()
@@ -250,7 +271,9 @@ func (c *Client) Close(ctx context.Context) error {
 		c.log.Info("events left on disk for the next start", "events", n)
 	}
 	destErr := c.w.dest.Close()
-	if err := c.q.Close(); err != nil {
+	err := c.q.Close()
+	c.stopAsync() // the closed queue has answered every call it held: no done is owed after this
+	if err != nil {
 		return fmt.Errorf("uploader: close queue: %w", err)
 	}
 	if destErr != nil {

@@ -25,6 +25,7 @@ const (
 	DefaultBatchMaxBytes   = 500000
 	DefaultBatchInterval   = 5 * time.Second
 	DefaultQueueMaxBytes   = 1 << 30
+	DefaultMaxPendingBytes = 16 << 20
 	DefaultWhenFull        = "reject"
 	DefaultSync            = "always"
 	DefaultDeadMaxBytes    = 256 << 20
@@ -79,6 +80,9 @@ type QueueConfig struct {
 	MaxBytes int64  `mapstructure:"max_bytes"` // stored event bytes; 0 → 1 GiB
 	WhenFull string `mapstructure:"when_full"` // reject | block | drop_oldest; "" → reject
 	Sync     string `mapstructure:"sync"`      // always | none; "" → always
+	// MaxPendingBytes bounds the normalised bytes EnqueueAsync has accepted and not yet
+	// handed back through done; past it EnqueueAsync waits for room. 0 → 16 MiB.
+	MaxPendingBytes int64 `mapstructure:"max_pending_bytes"`
 }
 
 // DeadConfig is the dead.* section.
@@ -130,6 +134,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Queue.MaxBytes == 0 {
 		c.Queue.MaxBytes = DefaultQueueMaxBytes
+	}
+	if c.Queue.MaxPendingBytes == 0 {
+		c.Queue.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	if c.Dead.MaxBytes == 0 {
 		c.Dead.MaxBytes = DefaultDeadMaxBytes
@@ -192,6 +199,9 @@ func (c Config) Validate() error {
 	}
 	if c.Batch.Interval < 0 {
 		bad("batch.interval", c.Batch.Interval, "must be greater than zero")
+	}
+	if c.Queue.MaxPendingBytes < 0 {
+		bad("queue.max_pending_bytes", c.Queue.MaxPendingBytes, "must be greater than zero")
 	}
 	if c.Queue.MaxBytes < 0 {
 		bad("queue.max_bytes", c.Queue.MaxBytes, "must be greater than zero")

@@ -26,6 +26,17 @@
 // crash between an upload and its acknowledgement sends that batch again with the same
 // messageIds, which collectors deduplicate.
 //
+// EnqueueAsync is the same without the wait: it validates and normalises at once (bad input
+// is returned), hands the events to the store's writer and returns; done is called once, from
+// the client's own goroutine, with nil when they are committed or with the error that kept
+// them off the disk (errs.ErrQueueFull under reject: the quota applies at commit). The events it
+// holds uncommitted are bounded by queue.max_pending_bytes (backpressure: it waits for room or
+// ctx). The writer takes everything pending, sync and async alike, into one transaction, so a
+// single goroutine calling EnqueueAsync fills commits of hundreds of events with no timer on
+// the path. Use Enqueue where the caller must know the event is durable before it goes on,
+// EnqueueAsync where an SDK call would sit in a loop or a handler. Flush and Close wait for
+// every pending done; a crash loses only the events whose done(nil) had not been called.
+//
 // # The worker
 //
 // One goroutine owns the consumer side. It leases a batch from the head of the queue when the
@@ -106,7 +117,8 @@
 // A Client is safe for concurrent use. Hooks must return quickly. OnAttempt, OnRetry and
 // OnDeadLetter run on the worker goroutine; OnDelivered on the acker goroutine (in delivery
 // order, possibly while the worker calls the others for a later batch); OnCommit and OnDrop
-// on the store's committing goroutine; OnEnqueued on the goroutine that called Enqueue. When
+// on the store's committing goroutine; OnEnqueued on the goroutine that called Enqueue (for
+// EnqueueAsync, on the goroutine that calls done, after the dones of a commit). When
 // Flush returns nil or Close returns, every OnDelivered of the batches acked so far has
 // returned.
 package uploader

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/sink"
@@ -53,6 +54,58 @@ func Example() {
 	}
 	fmt.Println("events delivered:", collector.Stats().Events)
 	// Output: events delivered: 3
+}
+
+// ExampleClient_EnqueueAsync sends events from a loop that must not wait for a disk commit per
+// event, as apps call an analytics SDK: EnqueueAsync returns once an event is accepted in
+// memory, and its done says when it is durable (nil) or why it is not. Everything pending goes
+// into the next commit, so one goroutine fills commits of hundreds of events.
+func ExampleClient_EnqueueAsync() {
+	collector, err := sink.Start("127.0.0.1:0", sink.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer collector.Close()
+	dir, err := os.MkdirTemp("", "outbox-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	cfg := uploader.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Upload.Endpoint = collector.URL() + "/v1/batch"
+	client, err := uploader.Open(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ctx := context.Background()
+	var durable, failed atomic.Int64
+	done := func(err error) { // called once per call, from the client's own goroutine
+		if err != nil {
+			failed.Add(1) // e.g. errs.ErrQueueFull under queue.when_full: reject; log or retry it
+			return
+		}
+		durable.Add(1) // committed (fsynced with queue.sync: always): survives a crash
+	}
+	for i := range 1000 {
+		ev := map[string]any{"type": "track", "userId": fmt.Sprintf("user-%d", i%10), "event": "Item Viewed"}
+		// Bad input is returned at once (done is not called); past queue.max_pending_bytes
+		// this waits for room or ctx.
+		if err := client.EnqueueAsync(ctx, done, ev); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// Close first waits for every pending event's done, then uploads what is queued.
+	closeCtx, cancel := context.WithTimeout(ctx, 25*time.Second)
+	defer cancel()
+	if err := client.Close(closeCtx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("durable:", durable.Load(), "failed:", failed.Load(), "delivered:", collector.Stats().Events)
+	// Output: durable: 1000 failed: 0 delivered: 1000
 }
 
 // ExampleClient_DeadLetters lists, replays and purges the batches the collector rejected for

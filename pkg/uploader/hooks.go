@@ -57,6 +57,7 @@ type Hooks struct {
 	// *store.CorruptError), the file is left as it is, and the application should close the
 	// client and have the file recovered (outbox recover).
 	OnCorrupt func(err error)
-	// OnEnqueued runs on the calling goroutine after Enqueue/EnqueueNormalized stored events.
+	// OnEnqueued runs on the calling goroutine after Enqueue/EnqueueNormalized stored events,
+	// and for EnqueueAsync on the goroutine that calls done, once per commit's calls.
 	OnEnqueued func(events int)
 }

@@ -27,6 +27,9 @@ type QueueStats struct {
 	// by queue.when_full: drop_oldest), "dead_overflow" (in a dead batch dropped past
 	// dead.max_bytes), "checksum" (a record that failed its CRC-32C; never uploaded).
 	Dropped map[string]int64
+	// PendingEvents and PendingBytes are the events (and their normalised bytes) that
+	// EnqueueAsync accepted and whose done has not been called yet: not yet committed.
+	PendingEvents, PendingBytes int64
 }
 
 // DropReasons returns every drop reason, for exporting a zero series per reason up front.
@@ -63,7 +66,7 @@ type StoreStats struct {
 
 // Counters are cumulative since Open.
 type Counters struct {
-	EventsEnqueued   int64 // events stored by Enqueue/EnqueueNormalized
+	EventsEnqueued   int64 // events stored by Enqueue, EnqueueAsync and their Normalized forms
 	EventsUploaded   int64 // events in batches the collector accepted
 	EventsDead       int64 // events moved to the dead letters
 	BatchesUploaded  int64
@@ -140,6 +143,7 @@ func (c *Client) Stats() Stats {
 		Counters: ctr,
 	}
 	fillQueueStats(&s, qs, c.w.clock.Now())
+	s.Queue.PendingEvents, s.Queue.PendingBytes = c.pending()
 	return s
 }
 

@@ -1,0 +1,5 @@
+module github.com/outboxhq/outbox/bench/peers
+
+go 1.26
+
+require github.com/posthog/posthog-go v1.5.2

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+// trackEvent is a Segment track event as an application holds it before handing it to an
+// SDK: typed fields and maps. The peer comparison's clients decode the events file into it
+// before their clock starts and json.Marshal each event on the measured path, as an app does.
+// bench/peers has the same type.
+type trackEvent struct {
+	Type        string         `json:"type"`
+	Event       string         `json:"event"`
+	UserID      string         `json:"userId"`
+	AnonymousID string         `json:"anonymousId"`
+	MessageID   string         `json:"messageId"`
+	Timestamp   time.Time      `json:"timestamp"`
+	Properties  map[string]any `json:"properties"`
+	Context     map[string]any `json:"context"`
+}
+
+// childResult is what a client child process prints as its last line: the events it handed
+// over and the span from its first event to the last one's delivery, and the CPU (user+sys
+// from getrusage) it used over that span.
+type childResult struct {
+	Events    int64 `json:"events"`
+	ElapsedNS int64 `json:"elapsed_ns"`
+	CPUNS     int64 `json:"cpu_ns"`
+	Commits   int64 `json:"commits,omitempty"`
+	IntakeNS  int64 `json:"intake_ns,omitempty"` // first event to the last call returning
+	CommitNS  int64 `json:"commit_ns,omitempty"` // time spent in store commits (the writer's busy time)
+}
+
+// readEvents decodes the events file (one JSON event per line).
+func readEvents(path string) ([]trackEvent, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var evs []trackEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e trackEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, len(evs)+1, err)
+		}
+		evs = append(evs, e)
+	}
+	return evs, sc.Err()
+}
+
+// selfCPU is the user+sys CPU time this process has used (getrusage).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runChild is `outbox-bench -child async|enqueue64`: one outbox client in its own process,
+// sending the events file to -child-endpoint. async calls EnqueueAsync from one goroutine;
+// enqueue64 calls Enqueue from 64 goroutines. Both then Flush (every done called, the queue
+// uploaded and acknowledged) before the clock stops. It prints "START" when its clock
+// starts, then its childResult.
+func runChild(ctx context.Context, o options, stdout io.Writer) error {
+	evs, err := readEvents(o.childEvents)
+	if err != nil {
+		return err
+	}
+	var commits, commitNS atomic.Int64
+	c, err := openClient(o.childDir, o.childEndpoint, uploader.WithHooks(uploader.Hooks{
+		OnCommit: func(_ int, d time.Duration) { commits.Add(1); commitNS.Add(d.Nanoseconds()) },
+	}))
+	if err != nil {
+		return err
+	}
+	defer closeClient(c)
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	fail := func(err error) {
+		if failed.Add(1) == 1 {
+			firstErr.Store(err)
+		}
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	fmt.Fprintln(stdout, "START")
+	cpu0, start := selfCPU(), time.Now()
+	switch o.child {
+	case "async":
+		done := func(err error) {
+			if err != nil {
+				fail(err)
+			}
+		}
+		for i := range evs {
+			b, err := json.Marshal(&evs[i])
+			if err != nil {
+				return err
+			}
+			if err := c.EnqueueAsync(ctx, done, b); err != nil {
+				return err
+			}
+		}
+	case "enqueue64":
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(evs) || ctx.Err() != nil {
+						return
+					}
+					b, err := json.Marshal(&evs[i])
+					if err == nil {
+						err = c.Enqueue(ctx, b)
+					}
+					if err != nil {
+						fail(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	default:
+		return fmt.Errorf("unknown client %q (want async or enqueue64)", o.child)
+	}
+	intake := time.Since(start)
+	fctx, cancel := context.WithTimeout(ctx, o.drainLimit)
+	defer cancel()
+	if err := c.Flush(fctx); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	elapsed, cpu := time.Since(start), selfCPU()-cpu0
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("%d calls failed, the first: %v", n, firstErr.Load())
+	}
+	return json.NewEncoder(stdout).Encode(childResult{
+		Events: int64(len(evs)), ElapsedNS: elapsed.Nanoseconds(), CPUNS: cpu.Nanoseconds(), Commits: commits.Load(),
+		IntakeNS: intake.Nanoseconds(), CommitNS: commitNS.Load(),
+	})
+}

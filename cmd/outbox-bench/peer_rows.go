@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// Targets of the peer comparison: ratios to posthog-go measured in the same run.
+const (
+	targetAsyncRate    = 1.5                   // EnqueueAsync events/s ÷ posthog-go's
+	targetAsyncCPU     = 1.0                   // EnqueueAsync CPU per event ÷ posthog-go's, at most
+	targetEnqueue64    = 1.0                   // Enqueue from 64 goroutines events/s ÷ posthog-go's
+	targetAgentAddsCPU = 10 * time.Microsecond // the agent's CPU per relayed event
+)
+
+// us formats a duration in microseconds.
+func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1e3) }
+
+// times formats a ratio as "1.23×".
+func times(r float64) string { return fmt.Sprintf("%.2f×", r) }
+
+// peerRows are the side-by-side rows: each client's events/s and CPU per event, outbox's as
+// ratios to posthog-go's.
+func (b *bench) peerRows() []row {
+	p := b.peers
+	if p == nil {
+		return []row{b.errRow("peers: posthog-go, 1 goroutine", "peers")}
+	}
+	rateOf := func(r peerRun) float64 { return r.rate() }
+	cpuOf := func(r peerRun) float64 { return float64(r.cpuPerEvent()) }
+	refRate, okRate := p.median(peerPosthog, rateOf)
+	refCPU, _ := p.median(peerPosthog, cpuOf)
+	rounds := fmt.Sprintf("median of %d round(s), %s events each", b.opt.peerRounds, thousands(int64(p.n)))
+	var rs []row
+	missing := func(name, client string) row {
+		if err := p.errs[client]; err != nil {
+			return row{name: name, result: "error", verdict: "error", detail: err.Error()}
+		}
+		return row{name: name, result: "not run"}
+	}
+	name := "posthog-go, 1 goroutine (peer)"
+	if okRate {
+		rs = append(rs, row{name: name + ": events/s", result: rate(refRate), ref: "(peer)", ratio: "1.00×",
+			detail: fmt.Sprintf("posthog-go v1.5.2 (bench/peers, its own process): Enqueue of a Capture per event from one goroutine "+
+				"(properties and context as built by the app), then Close, which sends what it holds; defaults (250-event batches, "+
+				"no gzip); the span ends when Close returns. %s; CPU is the process's user+sys (getrusage) over the span.", rounds)})
+		rs = append(rs, row{name: name + ": CPU per event", result: us(time.Duration(refCPU)), ref: "(peer)", ratio: "1.00×"})
+	} else {
+		rs = append(rs, missing(name, peerPosthog))
+	}
+	cmp := func(client, name, detail string, rateTarget, cpuTarget float64) {
+		v, ok := p.median(client, rateOf)
+		if !ok {
+			rs = append(rs, missing(name, client))
+			return
+		}
+		c, _ := p.median(client, cpuOf)
+		r := row{name: name + ": events/s", result: rate(v), detail: detail}
+		cr := row{name: name + ": CPU per event", result: us(time.Duration(c))}
+		if okRate {
+			r.ref, r.ratio = rate(refRate), times(v/refRate)
+			cr.ref, cr.ratio = us(time.Duration(refCPU)), times(c/refCPU)
+			if rateTarget > 0 {
+				r.target, r.verdict = fmt.Sprintf("≥ %.1f× posthog-go", rateTarget), verdict(v >= rateTarget*refRate)
+			}
+			if cpuTarget > 0 {
+				cr.target, cr.verdict = fmt.Sprintf("≤ %.1f× posthog-go", cpuTarget), verdict(c <= cpuTarget*refCPU)
+			}
+		}
+		rs = append(rs, r, cr)
+	}
+	cmp(peerAsync, "outbox EnqueueAsync, 1 goroutine",
+		fmt.Sprintf("outbox EnqueueAsync (its own process): one json.Marshal'ed event per call from one goroutine, queue.sync always, "+
+			"gzip, 500-event batches, then Flush (every done called, the queue uploaded and acknowledged); %s.%s", rounds, b.commitNote(peerAsync)),
+		targetAsyncRate, targetAsyncCPU)
+	cmp(peerEnqueue, "outbox Enqueue, 64 goroutines",
+		fmt.Sprintf("outbox Enqueue (its own process): 64 goroutines, one json.Marshal'ed event per call, each durable on return, "+
+			"queue.sync always, gzip, while the worker drains; then Flush; %s.%s", rounds, b.commitNote(peerEnqueue)),
+		targetEnqueue64, 0)
+	cmp(peerSegment, "HTTP batch client → collector",
+		fmt.Sprintf("a plain HTTP batch client doing what analytics-go v3 does (analytics-go is not on the module proxy here): "+
+			"json.Marshal per event, 250-event batches POSTed to /v1/batch by 4 background senders, no gzip; %s.", rounds), 0, 0)
+	rs = append(rs, b.agentAddsRow())
+	return rs
+}
+
+// commitNote gives the mean events per commit of an outbox client's runs.
+func (b *bench) commitNote(client string) string {
+	v, ok := b.peers.median(client, func(r peerRun) float64 { return float64(r.Events) / float64(max(r.Commits, 1)) })
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(" Events per store commit (intake and acks): %.0f.", v)
+}
+
+// agentAddsRow is the agent run: the same HTTP batch client → agent → collector, with the
+// agent's own CPU per relayed event.
+func (b *bench) agentAddsRow() row {
+	p := b.peers
+	name := "HTTP batch client → agent → collector"
+	v, ok := p.median(peerViaAgent, func(r peerRun) float64 { return r.rate() })
+	if !ok {
+		if err := p.errs[peerViaAgent]; err != nil {
+			return row{name: name, result: "error", verdict: "error", detail: err.Error()}
+		}
+		return row{name: name, result: "not run"}
+	}
+	agentCPU, _ := p.median(peerViaAgent, func(r peerRun) float64 { return float64(r.agentCPU) / float64(max(r.Events, 1)) })
+	clientVia, _ := p.median(peerViaAgent, func(r peerRun) float64 { return float64(r.cpuPerEvent()) })
+	clientDirect, _ := p.median(peerSegment, func(r peerRun) float64 { return float64(r.cpuPerEvent()) })
+	direct, _ := p.median(peerSegment, func(r peerRun) float64 { return r.rate() })
+	ref := "not run"
+	ratio := ""
+	if direct > 0 {
+		ref, ratio = rate(direct)+" (direct)", times(v/direct)
+	}
+	return row{name: name + ": agent CPU per event", result: us(time.Duration(agentCPU)), ref: us(targetAgentAddsCPU),
+		ratio: pctIf(agentCPU, float64(targetAgentAddsCPU)), target: "≤ 10 µs", verdict: verdict(time.Duration(agentCPU) <= targetAgentAddsCPU),
+		detail: fmt.Sprintf("the HTTP batch client above sending to the bin/outbox agent (its own process; queue.sync always, gzip "+
+			"to the collector), span from the first event to the collector holding all of them: %s (direct to the collector: %s, %s). "+
+			"The agent's CPU (/proc/PID/stat, 10 ms ticks) per relayed event is what it adds; the client's own CPU per event: "+
+			"%s through the agent, %s direct.", rate(v), ref, ratio, us(time.Duration(clientVia)), us(time.Duration(clientDirect)))}
+}

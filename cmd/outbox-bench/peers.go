@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/sink"
+)
+
+// The clients of the peer comparison, in run order within a round.
+const (
+	peerPosthog  = "posthog"       // posthog-go from one goroutine (bench/peers)
+	peerAsync    = "async"         // outbox EnqueueAsync from one goroutine
+	peerEnqueue  = "enqueue64"     // outbox Enqueue from 64 goroutines
+	peerSegment  = "segment"       // plain HTTP batch client (analytics-go's way) → collector
+	peerViaAgent = "segment-agent" // the same client → outbox agent → collector
+)
+
+func peerClients() []string {
+	return []string{peerPosthog, peerAsync, peerEnqueue, peerSegment, peerViaAgent}
+}
+
+// peerRun is one client's run: what it reported, and for the agent run the agent's CPU and
+// the time until the collector held every event.
+type peerRun struct {
+	childResult
+	agentCPU  time.Duration // segment-agent: the agent's CPU over the span
+	delivered int64         // events the collector received during the run
+}
+
+func (r peerRun) rate() float64 { return float64(r.Events) / (float64(r.ElapsedNS) / 1e9) }
+func (r peerRun) cpuPerEvent() time.Duration {
+	return time.Duration(r.CPUNS / max(r.Events, 1))
+}
+
+// peerResults are the runs of every round, by client.
+type peerResults struct {
+	runs map[string][]peerRun
+	errs map[string]error
+	n    int
+}
+
+// median returns the median of f over the client's runs (the lower middle for an even count).
+func (p *peerResults) median(client string, f func(peerRun) float64) (float64, bool) {
+	rs := p.runs[client]
+	if len(rs) == 0 {
+		return 0, false
+	}
+	vs := make([]float64, len(rs))
+	for i, r := range rs {
+		vs[i] = f(r)
+	}
+	slices.Sort(vs)
+	return vs[(len(vs)-1)/2], true
+}
+
+// peerSink is a loopback pkg/sink that also takes posthog-go's POST /batch/ (its events are
+// counted like Segment's).
+type peerSink struct {
+	*sink.Server
+	srv *http.Server
+	url string
+}
+
+func startPeerSink() (*peerSink, error) {
+	s, err := sink.New(sink.Options{DiscardEvents: true, NoValidate: true, MaxRequests: 16})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/batch/" {
+			r.URL.Path = "/v1/batch"
+		}
+		s.ServeHTTP(w, r)
+	})
+	p := &peerSink{Server: s, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, url: "http://" + ln.Addr().String()}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+func (p *peerSink) Close() {
+	_ = p.srv.Close()
+	_ = p.Server.Close()
+}
+
+// runPeers writes the events file, builds bench/peers, and runs every client peerRounds times,
+// one process at a time, against one loopback sink.
+func (b *bench) runPeers(ctx context.Context) {
+	p := &peerResults{runs: map[string][]peerRun{}, errs: map[string]error{}, n: b.opt.peerEvents}
+	b.peers = p
+	events := filepath.Join(b.root, "peer-events.jsonl")
+	if err := writeEvents(events, b.gen, b.opt.peerEvents); err != nil {
+		b.fail("peers", err)
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		b.fail("peers", err)
+		return
+	}
+	peersBin := filepath.Join(b.root, "peers")
+	b.progress("peers: building %s (posthog-go %s)", b.opt.peersDir, "v1.5.2")
+	build := exec.CommandContext(ctx, "go", "build", "-o", peersBin, ".")
+	build.Dir = b.opt.peersDir
+	if out, err := build.CombinedOutput(); err != nil {
+		b.fail("peers", fmt.Errorf("build %s: %w\n%s", b.opt.peersDir, err, out))
+		return
+	}
+	s, err := startPeerSink()
+	if err != nil {
+		b.fail("peers", err)
+		return
+	}
+	defer s.Close()
+	for round := range b.opt.peerRounds {
+		for _, client := range peerClients() {
+			if ctx.Err() != nil || p.errs[client] != nil {
+				continue
+			}
+			b.progress("peers round %d/%d: %s, %s events", round+1, b.opt.peerRounds, client, thousands(int64(p.n)))
+			r, err := b.peerRun(ctx, client, self, peersBin, events, s, round)
+			if err != nil {
+				b.failed++
+				p.errs[client] = err
+				b.progress("peers %s failed: %v", client, err)
+				continue
+			}
+			p.runs[client] = append(p.runs[client], r)
+		}
+	}
+}
+
+// peerRun runs one client process and checks that the collector received its events.
+func (b *bench) peerRun(ctx context.Context, client, self, peersBin, events string, s *peerSink, round int) (peerRun, error) {
+	var cmd *exec.Cmd
+	var agent *agentProc
+	before := s.Stats().Events
+	switch client {
+	case peerPosthog:
+		cmd = exec.CommandContext(ctx, peersBin, "-client", "posthog", "-events", events, "-endpoint", s.url)
+	case peerSegment:
+		cmd = exec.CommandContext(ctx, peersBin, "-client", "segment", "-events", events, "-endpoint", s.url+"/v1/batch")
+	case peerViaAgent:
+		dir := b.dir(fmt.Sprintf("peer-agent-%d", round))
+		defer b.drop(dir)
+		var err error
+		agent, err = startAgent(agentSpec{bin: b.opt.bin, dataDir: dir, endpoint: s.url + "/v1/batch",
+			env: b.agentEnv(), logPath: filepath.Join(b.root, "peer-agent.log")})
+		if err != nil {
+			return peerRun{}, err
+		}
+		defer agent.kill()
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if _, err := agent.waitReady(rctx); err != nil {
+			return peerRun{}, err
+		}
+		cmd = exec.CommandContext(ctx, peersBin, "-client", "segment", "-events", events, "-endpoint", agent.url+"/v1/batch")
+	default:
+		dir := b.dir(fmt.Sprintf("peer-%s-%d", client, round))
+		defer b.drop(dir)
+		cmd = exec.CommandContext(ctx, self, "-child", client, "-child-events", events,
+			"-child-endpoint", s.url+"/v1/batch", "-child-dir", dir)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return peerRun{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return peerRun{}, err
+	}
+	sc := bufio.NewScanner(out)
+	var meter cpuMeter
+	var start time.Time
+	var last string
+	for sc.Scan() {
+		if line := sc.Text(); line == "START" {
+			start = time.Now()
+			if agent != nil {
+				meter = startCPU(agent.pid())
+			}
+		} else {
+			last = line
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return peerRun{}, fmt.Errorf("%s: %w: %s", client, err, strings.TrimSpace(stderr.String()))
+	}
+	var r peerRun
+	if err := json.Unmarshal([]byte(last), &r.childResult); err != nil {
+		return r, fmt.Errorf("%s printed %q: %w", client, last, err)
+	}
+	want := before + r.Events
+	wctx, cancel := context.WithTimeout(ctx, b.opt.drainLimit)
+	defer cancel()
+	if err := s.Wait(wctx, func(st sink.Stats) bool { return st.Events >= want }); err != nil {
+		return r, fmt.Errorf("%s: the collector got %d of %d events: %w", client, s.Stats().Events-before, r.Events, err)
+	}
+	r.delivered = s.Stats().Events - before
+	if agent != nil {
+		// Through the agent the span ends when the collector holds every event.
+		r.ElapsedNS = time.Since(start).Nanoseconds()
+		use := meter.stop()
+		if !use.ok {
+			return r, errors.New("agent CPU not readable from /proc")
+		}
+		r.agentCPU = use.agent
+		if _, _, err := agent.terminate(b.opt.shutdownTimeout + 10*time.Second); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// writeEvents writes events 0..n-1 of gen, one per line.
+func writeEvents(path string, gen payloadFunc, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := range n {
+		_, _ = w.Write(gen(i))
+		_ = w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,57 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/outboxhq/outbox/pkg/errs"
+)
+
+// EnqueueAsync appends events (already normalised) at the tail without waiting for the
+// commit. done is called exactly once, from the store's committing goroutine (or, under
+// WhenFull block, from a goroutine that waited for room), with nil once the events are
+// committed (and fsynced unless NoSync), or with the error that kept them out: errs.ErrQueueFull under
+// reject, errs.ErrClosed when the queue closes first, the store's write error. done must return quickly and
+// must not call the queue. Pending events share commits with everything else the writer has
+// waiting, so one producer fills commits of many events.
+//
+// WhenFull applies at commit: reject answers errs.ErrQueueFull through done, drop_oldest evicts from the
+// head, and block waits for room (until the queue closes) and tries again; the events are then
+// queued after events enqueued while they waited.
+//
+// It returns an error, and done is not called, when the events alone total more than
+// MaxBytes (errs.ErrTooLarge, wrapped), when the queue is closed (errs.ErrClosed), and when ctx ends
+// while the writer's intake is full (ctx.Err()). ctx bounds only that hand-off.
+func (q *Queue) EnqueueAsync(ctx context.Context, done func(error), events ...[]byte) error {
+	cb := done // the store's errors are the queue's (errs.ErrQueueFull, errs.ErrClosed are the same values)
+	if q.cfg.WhenFull == Block {
+		room := q.s.Room() // before the append, so that room freed after its answer is not missed
+		cb = func(err error) {
+			if errors.Is(err, errs.ErrQueueFull) {
+				go q.retryWhenRoom(room, events, done)
+				return
+			}
+			done(err)
+		}
+	}
+	err := q.s.AppendAsync(ctx, events, cb)
+	if err != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	return err
+}
+
+// retryWhenRoom waits until stored bytes go down (or the queue closes), then appends events
+// again, asynchronously as before.
+func (q *Queue) retryWhenRoom(room <-chan struct{}, events [][]byte, done func(error)) {
+	select {
+	case <-room:
+	case <-q.s.Closing():
+		done(errs.ErrClosed)
+		return
+	}
+	if err := q.EnqueueAsync(context.Background(), done, events...); err != nil {
+		done(err)
+	}
+}
