@@ -13,6 +13,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -122,9 +123,12 @@ func TestSend_NonRetriableError_IsRejectedWithItsName(t *testing.T) {
 }
 
 func TestSend_OverTheClusterSizeLimit_IsTooLarge_HalvesFit(t *testing.T) {
-	c := startCluster(t, kfake.BrokerConfigs(map[string]string{"message.max.bytes": "4000"}))
-	d := newDest(t, c, kafka.Config{Compression: kafka.CompressionNone, Key: kafka.KeyNone})
-	evs, _ := trackEvents("big", 40) // about 8 KB, one partition with the sticky partitioner
+	// One partition and a linger, so the 40 records go as one record batch: without them, kgo
+	// may send the first records alone on a loaded machine, and each part would fit.
+	c := startCluster(t, kfake.BrokerConfigs(map[string]string{"message.max.bytes": "4000"}), kfake.SeedTopics(1, "one-partition"))
+	d := newDest(t, c, kafka.Config{Topic: "one-partition", Compression: kafka.CompressionNone, Key: kafka.KeyNone},
+		kafka.WithClientOptions(kgo.ProducerLinger(300*time.Millisecond)))
+	evs, _ := trackEvents("big", 40) // about 8 KB
 	o := send(t, d, evs)
 	mustClass(t, o, uploader.ClassTooLarge)
 	if o.Code != "MESSAGE_TOO_LARGE" {
