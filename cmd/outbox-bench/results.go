@@ -14,7 +14,7 @@ const (
 	targetSIGTERM = time.Second // past shutdown.timeout
 )
 
-// rows turns the results into the table, in the order of SPEC section 11.
+// rows turns the results into the table, in the order of docs/BENCHMARKS.md.
 func (b *bench) rows() []row {
 	var rs []row
 	rs = append(rs, b.peerRows()...)

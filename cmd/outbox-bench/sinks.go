@@ -53,7 +53,7 @@ func pausedScript() sink.Script {
 	return sink.Script{Default: sink.Response{Status: 429, RetryAfter: "300"}}
 }
 
-// faultScript answers 20% 503 and 5% 429 + Retry-After: 1, else 200 (SPEC section 11).
+// faultScript answers 20% 503 and 5% 429 + Retry-After: 1, else 200 (the end-to-end run under faults).
 func faultScript(seed uint64) sink.Script {
 	return sink.Script{
 		Seed: seed,

@@ -13,7 +13,7 @@ type row struct {
 	result  string // the figure
 	ref     string // the ceiling measured in the same run, or the limit it is held to
 	ratio   string // result / ref
-	target  string // the SPEC target, empty when the row is a reference or informative
+	target  string // the target the row is held to, empty when the row is a reference or informative
 	verdict string // "pass", "miss", "" (no target), "error"
 	detail  string // printed under the table
 }
