@@ -20,12 +20,8 @@ The agent must be stopped (it owns the directory while it runs).`,
 		Example: `  outbox compact --data-dir /var/lib/outbox`,
 		Args:    argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			lc, err := a.load(cmd)
+			dir, err := stoppedDataDir(a, cmd)
 			if err != nil {
-				return err
-			}
-			dir := lc.Config.DataDir
-			if err := checkDataDir(dir); err != nil {
 				return err
 			}
 			before, after, err := store.Compact(dir)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/spf13/cobra"
 )
 
 // checkDataDir makes sure an offline command is pointed at an existing data directory, so that a
@@ -22,6 +23,16 @@ func checkDataDir(dir string) error {
 		return fmt.Errorf("data directory %s holds no queue file (%s); pass the agent's --data-dir", dir, store.FileName)
 	}
 	return nil
+}
+
+// stoppedDataDir loads the configuration and returns the data directory of a stopped agent,
+// checked to hold a queue file, for the maintenance commands that work on the file itself.
+func stoppedDataDir(a *app, cmd *cobra.Command) (string, error) {
+	lc, err := a.load(cmd)
+	if err != nil {
+		return "", err
+	}
+	return lc.Config.DataDir, checkDataDir(lc.Config.DataDir)
 }
 
 // openOffline opens the data directory of a stopped agent. A running agent holds the directory

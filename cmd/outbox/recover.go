@@ -36,12 +36,8 @@ The agent must be stopped. Once you are satisfied, delete the .corrupt- file you
   outbox recover --data-dir /var/lib/outbox --force`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			lc, err := a.load(cmd)
+			dir, err := stoppedDataDir(a, cmd)
 			if err != nil {
-				return err
-			}
-			dir := lc.Config.DataDir
-			if err := checkDataDir(dir); err != nil {
 				return err
 			}
 			rep, err := store.RecoverWith(dir, store.RecoverOptions{Force: force})

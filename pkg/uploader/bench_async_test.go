@@ -2,13 +2,9 @@ package uploader_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
 // BenchmarkClientEnqueueAsync measures Client.EnqueueAsync from one goroutine, one ~535-byte
@@ -16,28 +12,7 @@ import (
 // collector answers 429 Retry-After: 300, so the worker sleeps and does not compete with
 // intake. One op is one event; events/commit shows the group commit a single producer gets.
 func BenchmarkClientEnqueueAsync(b *testing.B) {
-	paused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Retry-After", "300")
-		w.WriteHeader(http.StatusTooManyRequests)
-	}))
-	defer paused.Close()
-	var commits atomic.Int64
-	cfg := uploader.DefaultConfig()
-	cfg.DataDir = b.TempDir()
-	cfg.Upload.Endpoint = paused.URL
-	cfg.Queue.Sync = "always"
-	cfg.Queue.MaxBytes = 64 << 30
-	c, err := uploader.Open(cfg, uploader.WithHooks(uploader.Hooks{
-		OnCommit: func(int, time.Duration) { commits.Add(1) },
-	}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	}()
+	c, commits := openPausedClient(b)
 	ev := []byte(benchEnqueueEvent())
 	b.SetBytes(int64(len(ev)))
 	var failed atomic.Int64

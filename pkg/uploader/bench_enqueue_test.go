@@ -25,29 +25,7 @@ func BenchmarkClientEnqueue(b *testing.B) {
 }
 
 func benchClientEnqueue(b *testing.B, goroutines int) {
-	paused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Retry-After", "300")
-		w.WriteHeader(http.StatusTooManyRequests)
-	}))
-	defer paused.Close()
-	var commits atomic.Int64
-	cfg := uploader.DefaultConfig()
-	cfg.DataDir = b.TempDir()
-	cfg.Upload.Endpoint = paused.URL
-	cfg.Upload.WriteKey = "wk_bench"
-	cfg.Queue.Sync = "always"
-	cfg.Queue.MaxBytes = 64 << 30
-	c, err := uploader.Open(cfg, uploader.WithHooks(uploader.Hooks{
-		OnCommit: func(int, time.Duration) { commits.Add(1) },
-	}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	}()
+	c, commits := openPausedClient(b)
 	ev := []byte(benchEnqueueEvent())
 	b.SetBytes(int64(len(ev)))
 	var next atomic.Int64
@@ -76,4 +54,35 @@ func benchEnqueueEvent() string {
 	return `{"type":"track","event":"Benchmark Event","userId":"user-00000042",` +
 		`"properties":{"plan":"pro","amount":42.5,"pad":"` + strings.Repeat("abcdefghij", 36) + `"},` +
 		`"context":{"library":{"name":"outbox","version":"dev"}}}`
+}
+
+// openPausedClient opens a client with queue.sync: always on a collector that answers 429
+// Retry-After: 300, so the worker sleeps and does not compete with intake; commits counts the
+// store's commits. The client and the collector are closed at cleanup.
+func openPausedClient(b *testing.B) (*uploader.Client, *atomic.Int64) {
+	b.Helper()
+	paused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "300")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	b.Cleanup(paused.Close)
+	commits := new(atomic.Int64)
+	cfg := uploader.DefaultConfig()
+	cfg.DataDir = b.TempDir()
+	cfg.Upload.Endpoint = paused.URL
+	cfg.Upload.WriteKey = "wk_bench"
+	cfg.Queue.Sync = "always"
+	cfg.Queue.MaxBytes = 64 << 30
+	c, err := uploader.Open(cfg, uploader.WithHooks(uploader.Hooks{
+		OnCommit: func(int, time.Duration) { commits.Add(1) },
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	return c, commits
 }
