@@ -1,7 +1,8 @@
 package agent
 
 import (
-	_ "embed" // the status page is one embedded file
+	"bytes"
+	_ "embed" // the status page's files
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,11 +13,24 @@ import (
 	"github.com/outboxhq/outbox/pkg/budget"
 )
 
-// pageHTML is the status page: markup, styles and script in one file, so the page needs
-// nothing but the agent (no network, no CDN).
-//
-//go:embed page.html
-var pageHTML []byte
+// The status page is written as three files (markup, styles, script) and served as one, the
+// styles and the script inlined, so the page needs nothing but the agent (no network, no CDN).
+var (
+	//go:embed page.html
+	pageMarkup []byte
+	//go:embed page.css
+	pageStyles []byte
+	//go:embed page.js
+	pageScript []byte
+
+	pageHTML = inlinePage(pageMarkup, pageStyles, pageScript)
+)
+
+// inlinePage puts the styles and the script in place of the markers page.html holds for them.
+func inlinePage(markup, styles, script []byte) []byte {
+	out := bytes.Replace(markup, []byte("/* page.css */\n"), styles, 1)
+	return bytes.Replace(out, []byte("// page.js\n"), script, 1)
+}
 
 // pageCSP lets the page run only its own inline script and style and talk only to the agent
 // that served it; a stray external asset would fail loudly in the browser test.
