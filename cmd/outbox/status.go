@@ -94,6 +94,9 @@ func printStatus(w io.Writer, st *agent.Status, base string) error {
 			last += " → " + st.Upload.LastResult
 		}
 	}
+	if st.Destination != "" {
+		row("destination", st.Destination)
+	}
 	row("last upload", last)
 	row("last success", orDash(clock(st.Upload.LastSuccess)))
 	if st.Upload.FailingSince != nil {
