@@ -128,10 +128,10 @@ func (w *worker) drain(p prepared, bud *budget.Budget) bool {
 	w.board.set(func(s *workerState) { s.Busy = true })
 	for {
 		next := w.startPrefetch(p.b)
-		res := w.deliver(p, bud)
-		if res != resDone {
+		kind := w.deliver(p, bud)
+		if kind != nextDone {
 			w.discard(next)
-			return res == resRestart
+			return kind == nextRestart
 		}
 		n := next.wait()
 		if n.err != nil {
@@ -185,16 +185,10 @@ func (w *worker) waitDue() bool {
 	}
 }
 
-// What deliver tells drain.
-const (
-	resDone    = iota // the batch and its parts left the queue (or their acks are committing)
-	resRestart        // an ack failed: go back to the head of the queue
-	resStop           // the worker must exit, leaving what is left on disk
-)
-
 // deliver sends p's batch until it and every part of it split off have left the queue (acked
-// or dead-lettered; the last ack may still be committing). Its payload built ahead, if any,
-// serves its first attempt.
+// or dead-lettered; the last ack may still be committing): nextDone, or nextRestart (an ack
+// failed: go back to the head) or nextStop (the worker must exit, leaving the rest on disk).
+// Its payload built ahead, if any, serves its first attempt.
 func (w *worker) deliver(p prepared, bud *budget.Budget) int {
 	work := []*queue.Batch{p.b}
 	pre := p.payload
@@ -202,46 +196,46 @@ func (w *worker) deliver(p prepared, bud *budget.Budget) int {
 		cur := work[0]
 		bud.Restore(cur.Retry)
 		w.board.set(func(s *workerState) { s.Attempt = bud.Attempts() })
-		parts, res := w.attemptUntilDone(cur, bud, pre)
+		parts, kind := w.attemptUntilDone(cur, bud, pre)
 		pre = nil
 		bud.Reset()
-		if res != resDone {
-			return res
+		if kind != nextDone {
+			return kind
 		}
 		work = append(parts, work[1:]...)
 	}
-	return resDone
+	return nextDone
 }
 
 // attemptUntilDone sends one batch, waiting between attempts as its budget says, until it
 // leaves the queue (nil parts) or is split (its two halves, to be sent in order). pre, when not
 // nil, is a payload built ahead for the first attempt.
-func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any) (parts []*queue.Batch, res int) {
+func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any) (parts []*queue.Batch, kind int) {
 	first := w.clock.Now()
 	for {
 		next := w.attempt(b, bud, first, pre)
 		pre = nil
 		switch next.kind {
 		case nextDone:
-			return nil, resDone
+			return nil, nextDone
 		case nextSplit:
 			h1, h2 := b.Split()
-			return []*queue.Batch{h1, h2}, resDone
+			return []*queue.Batch{h1, h2}, nextDone
 		case nextWait:
 			if !w.retryWait(next) {
-				return nil, resStop
+				return nil, nextStop
 			}
 		case nextPause:
 			if !w.pause(next.err) {
-				return nil, resStop
+				return nil, nextStop
 			}
 		case nextRestart:
 			if !w.pause(next.err) {
-				return nil, resStop
+				return nil, nextStop
 			}
-			return nil, resRestart
+			return nil, nextRestart
 		case nextStop:
-			return nil, resStop
+			return nil, nextStop
 		}
 	}
 }
