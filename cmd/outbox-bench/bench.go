@@ -124,7 +124,7 @@ func (b *bench) runEnqueue(ctx context.Context) {
 	for _, g := range []int{1, 8, 64} {
 		b.progress("library Enqueue: %d goroutine(s) for %s", g, b.opt.enqueueFor)
 		d := b.dir(fmt.Sprintf("enqueue-%d", g))
-		r, err := libraryEnqueue(ctx, b.gen, d, s.endpoint(), g, b.opt.enqueueFor)
+		r, err := libraryEnqueue(ctx, enqueueLoad{gen: b.gen, dir: d, endpoint: s.endpoint(), goroutines: g, d: b.opt.enqueueFor})
 		b.drop(d)
 		if err != nil {
 			b.failed++
@@ -182,7 +182,7 @@ func (b *bench) runE2E(ctx context.Context) {
 	d := b.dir("e2e-lib")
 	b.progress("end to end (library): %s events, %d producers × %d per Enqueue → queue → drain → sink",
 		thousands(int64(n)), b.opt.producers, b.opt.perCall)
-	r, err := e2eLibrary(ctx, b.gen, d, n, b.opt.producers, b.opt.perCall, b.opt.drainLimit)
+	r, err := e2eLibrary(ctx, libraryLoad{gen: b.gen, dir: d, events: n, producers: b.opt.producers, perCall: b.opt.perCall, limit: b.opt.drainLimit})
 	b.drop(d)
 	if err != nil {
 		b.fail("e2e-lib", err)

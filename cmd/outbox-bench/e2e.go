@@ -21,11 +21,21 @@ type e2eResult struct {
 
 func (r e2eResult) rate() float64 { return float64(r.unique) / r.elapsed.Seconds() }
 
+// libraryLoad is the end-to-end library run's load: events of gen into a fresh queue in dir,
+// from producers goroutines perCall events per Enqueue, bounded by limit.
+type libraryLoad struct {
+	gen                        payloadFunc
+	dir                        string
+	events, producers, perCall int
+	limit                      time.Duration
+}
+
 // e2eLibrary runs producers goroutines calling uploader.Client.Enqueue (one event per call,
 // about 545 bytes, queue.sync: always) on a fresh queue while its worker drains to a live
 // loopback sink with gzip, and measures from the first Enqueue until the sink holds all n
 // distinct messageIds.
-func e2eLibrary(ctx context.Context, gen payloadFunc, dir string, n, producers, perCall int, limit time.Duration) (e2eResult, error) {
+func e2eLibrary(ctx context.Context, l libraryLoad) (e2eResult, error) {
+	gen, dir, n, producers, perCall, limit := l.gen, l.dir, l.events, l.producers, l.perCall, l.limit
 	res := e2eResult{events: n}
 	s, err := startSink(sink.Script{})
 	if err != nil {

@@ -45,10 +45,20 @@ func closeClient(c *uploader.Client) {
 	_ = c.Close(ctx)
 }
 
+// enqueueLoad is one library Enqueue run: goroutines producers of gen's events for d, into a
+// queue in dir whose client uploads to endpoint.
+type enqueueLoad struct {
+	gen           payloadFunc
+	dir, endpoint string
+	goroutines    int
+	d             time.Duration
+}
+
 // libraryEnqueue runs goroutines producers calling uploader.Client.Enqueue with one
 // 545-byte event per call, queue.sync: always, for d. The client's endpoint is a
 // paused collector (429 Retry-After: 300), so its worker sleeps and does not compete.
-func libraryEnqueue(ctx context.Context, gen payloadFunc, dir, endpoint string, goroutines int, d time.Duration) (enqueueResult, error) {
+func libraryEnqueue(ctx context.Context, l enqueueLoad) (enqueueResult, error) {
+	gen, dir, endpoint, goroutines, d := l.gen, l.dir, l.endpoint, l.goroutines, l.d
 	var commits atomic.Int64
 	c, err := openClient(dir, endpoint, uploader.WithHooks(uploader.Hooks{
 		OnCommit: func(int, time.Duration) { commits.Add(1) },

@@ -133,7 +133,7 @@ func (b *bench) runPeers(ctx context.Context) {
 				continue
 			}
 			b.progress("peers round %d/%d: %s, %s events", round+1, b.opt.peerRounds, client, thousands(int64(p.n)))
-			r, err := b.peerRun(ctx, client, self, peersBin, events, s, round)
+			r, err := b.peerRun(ctx, peerCase{client: client, self: self, peersBin: peersBin, events: events, sink: s, round: round})
 			if err != nil {
 				b.failed++
 				p.errs[client] = err
@@ -145,8 +145,17 @@ func (b *bench) runPeers(ctx context.Context) {
 	}
 }
 
+// peerCase is one round of one client: which client, the binaries that run it (this bench,
+// the peers module's), its events file and the collector it sends to.
+type peerCase struct {
+	client, self, peersBin, events string
+	sink                           *peerSink
+	round                          int
+}
+
 // peerRun runs one client process and checks that the collector received its events.
-func (b *bench) peerRun(ctx context.Context, client, self, peersBin, events string, s *peerSink, round int) (peerRun, error) {
+func (b *bench) peerRun(ctx context.Context, pc peerCase) (peerRun, error) {
+	client, self, peersBin, events, s, round := pc.client, pc.self, pc.peersBin, pc.events, pc.sink, pc.round
 	var cmd *exec.Cmd
 	var agent *agentProc
 	before := s.Stats().Events
