@@ -99,9 +99,26 @@ func TestEnqueueAsync_CloseAnswersEveryCallHandedOver(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{WhenFull: queue.Block, MaxBytes: 1000})
 	const n = 500 // most of them wait for room that never comes
 	a := newAnswers(n)
+	committed := make(chan struct{}, n)
 	for i := range n {
-		if err := q.EnqueueAsync(context.Background(), a.done(i), make([]byte, 100)); err != nil {
+		done := a.done(i)
+		answer := func(err error) {
+			done(err)
+			if err == nil {
+				committed <- struct{}{}
+			}
+		}
+		if err := q.EnqueueAsync(context.Background(), answer, make([]byte, 100)); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// Close once the 10 that fit are committed: calls the writer has not reached yet when Close
+	// begins are answered errs.ErrClosed too, so counting before would race with the writer.
+	for range 10 {
+		select {
+		case <-committed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the events that fit were not committed")
 		}
 	}
 	if err := q.Close(); err != nil {
