@@ -1,6 +1,9 @@
 package kafka
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
 
 // keyFunc returns the record key of a stored event, nil for none. The key may alias ev.
 type keyFunc func(ev []byte) []byte
@@ -22,8 +25,10 @@ func keyFor(mode string) keyFunc {
 }
 
 // memberKey returns the value of ev's top-level member name as key bytes: a string's text (a
-// sub-slice of ev when it has no escapes), a number's or boolean's literal; nil when the member
-// is absent, null, empty, an object or an array, or ev is not a JSON object.
+// sub-slice of ev when it has no escapes and is valid UTF-8; otherwise decoded as
+// encoding/json does, invalid bytes becoming U+FFFD, so the key is what a consumer decoding the
+// value reads), a number's or boolean's literal; nil when the member is absent, null, empty, an
+// object or an array, or ev is not a JSON object.
 func memberKey(ev []byte, name string) []byte {
 	raw := member(ev, name)
 	if len(raw) == 0 {
@@ -32,14 +37,19 @@ func memberKey(ev []byte, name string) []byte {
 	switch raw[0] {
 	case '"':
 		inner := raw[1 : len(raw)-1]
+		slow := !utf8.Valid(inner)
 		for _, c := range inner {
 			if c == '\\' {
-				var s string
-				if json.Unmarshal(raw, &s) != nil || s == "" {
-					return nil
-				}
-				return []byte(s)
+				slow = true
+				break
 			}
+		}
+		if slow {
+			var s string
+			if json.Unmarshal(raw, &s) != nil || s == "" {
+				return nil
+			}
+			return []byte(s)
 		}
 		if len(inner) == 0 {
 			return nil
