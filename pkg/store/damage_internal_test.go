@@ -143,7 +143,7 @@ func TestRecover_BucketWithADamagedNameStillSavesItsEvents(t *testing.T) {
 // TestStore_PageDamagedWhileOpen_ReadAndWriteStopIntakeWithCorruptError damages the events
 // bucket's root page under an open store: bbolt panics reading it, in our goroutines.
 func TestStore_PageDamagedWhileOpen_ReadAndWriteStopIntakeWithCorruptError(t *testing.T) {
-	for _, op := range []string{"head", "delete", "compact"} {
+	for _, op := range []string{"head", "delete", "compact", "append-async"} {
 		t.Run(op, func(t *testing.T) {
 			dir, path := damagedStore(t, 3000)
 			corrupt := make(chan error, 1)
@@ -167,6 +167,15 @@ func TestStore_PageDamagedWhileOpen_ReadAndWriteStopIntakeWithCorruptError(t *te
 				err = s.Delete(context.Background(), b.Keys)
 			case "compact":
 				err = s.Compact(context.Background())
+			case "append-async": // answered through its callback, like the group's sync requests
+				got := make(chan error, 1)
+				if err = s.AppendAsync(context.Background(), [][]byte{[]byte(`{"x":1}`)}, func(e error) { got <- e }); err == nil {
+					select {
+					case err = <-got:
+					case <-time.After(5 * time.Second):
+						t.Fatal("the async append in the damaged group was never answered")
+					}
+				}
 			}
 			var ce *CorruptError
 			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "outbox recover") {

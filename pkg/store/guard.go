@@ -59,10 +59,8 @@ func (s *Store) guardGroup(tx *bolt.Tx, group []*request) {
 	_ = tx.Rollback() // ErrTxClosed when it had committed
 	ce := s.corrupted(r)
 	for _, req := range group {
-		select {
-		case req.done <- ce:
-		default: // answered already
-		}
+		req.err = ce
+		req.answer() // sync and async requests alike; those answered before keep their answer
 	}
 }
 

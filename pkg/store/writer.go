@@ -42,10 +42,17 @@ type request struct {
 	err    error
 	done   chan error  // sync requests: receives err
 	cb     func(error) // async appends (AppendAsync): called with err on the writer goroutine
+
+	answered bool // answer has run; writer goroutine only
 }
 
-// answer hands the request's outcome to whoever waits for it.
+// answer hands the request's outcome to whoever waits for it, once: a group whose
+// transaction panicked is answered by its guard, whatever part of it was answered before.
 func (r *request) answer() {
+	if r.answered {
+		return
+	}
+	r.answered = true
 	if r.cb != nil {
 		r.cb(r.err)
 		return
