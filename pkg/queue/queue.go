@@ -15,9 +15,10 @@ import (
 // Queue is the durable FIFO of one data directory. Enqueue is safe for
 // concurrent use; Lease/Ack/DeadLetter/SaveRetry assume a single consumer.
 type Queue struct {
-	s   *store.Store
-	cfg Config
-	log *slog.Logger
+	s      *store.Store
+	cfg    Config
+	policy store.Policy // the store asks it inside its transactions; Fits asks it up front
+	log    *slog.Logger
 }
 
 // Open opens (creating) the queue in dir. It fails with errs.ErrLocked
@@ -28,14 +29,15 @@ func Open(dir string, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	policy := Policy(cfg)
 	s, err := store.Open(dir, store.Options{
-		NoSync: cfg.NoSync, Policy: Policy(cfg), Logger: cfg.Logger, OnCommit: cfg.OnCommit,
+		NoSync: cfg.NoSync, Policy: policy, Logger: cfg.Logger, OnCommit: cfg.OnCommit,
 		OnDrop: cfg.OnDrop, OnCorrupt: cfg.OnCorrupt, Now: cfg.Now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
-	return &Queue{s: s, cfg: cfg, log: cfg.Logger}, nil
+	return &Queue{s: s, cfg: cfg, policy: policy, log: cfg.Logger}, nil
 }
 
 // Enqueue appends events (already normalised) at the tail. When it returns
@@ -135,6 +137,12 @@ func (q *Queue) Close() error { return q.s.Close() }
 
 // Compact rewrites the data file with only its live data, online.
 func (q *Queue) Compact(ctx context.Context) error { return q.s.Compact(ctx) }
+
+// Fits reports whether events of need bytes could ever be queued: errs.ErrTooLarge (wrapped)
+// when they alone exceed MaxBytes, under every WhenFull. Enqueue and EnqueueAsync ask it
+// themselves; a caller that must refuse such events before doing anything else (waiting for
+// room of its own) asks it first.
+func (q *Queue) Fits(need int64) error { return q.policy.Fits(need) }
 
 // Stats returns the store's counters: queued and dead events from memory, the file size from
 // one stat.

@@ -82,8 +82,8 @@ func (c *Client) EnqueueNormalizedAsync(ctx context.Context, done func(error), e
 	for _, e := range events {
 		call.bytes += int64(len(e))
 	}
-	if max := c.cfg.Queue.MaxBytes; call.bytes > max {
-		return fmt.Errorf("uploader: enqueue: %d bytes of events, over queue.max_bytes (%d): %w", call.bytes, max, errs.ErrTooLarge)
+	if err := c.q.Fits(call.bytes); err != nil { // before waiting for pending room: it never comes
+		return fmt.Errorf("uploader: enqueue: %w", err)
 	}
 	if err := c.reserve(ctx, &call); err != nil {
 		return err
