@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -97,17 +96,11 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 			firstErr.Store(err)
 		}
 	}
-	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(o.cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	fmt.Fprintln(stdout, "START")
 	cpu0, start := selfCPU(), time.Now()
 	switch o.child {

@@ -189,17 +189,11 @@ func main() {
 
 // run runs the selected sections and prints the table to stdout; progress goes to stderr.
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(o.cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	b, err := newBench(o, stderr)
 	if err != nil {
 		return err
@@ -216,4 +210,21 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d measurement(s) failed (see the errors above and in the table)", b.failed)
 	}
 	return nil
+}
+
+// startCPUProfile writes a CPU profile of this process to path until the returned stop is
+// called; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }
