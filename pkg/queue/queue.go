@@ -125,10 +125,6 @@ func (q *Queue) Oldest() (time.Time, bool) { return q.s.Oldest() }
 // copy): for the consumer, which polls them on every wake-up.
 func (q *Queue) Pending() (events, bytes int64, oldest time.Time) { return q.s.Pending() }
 
-// Err returns the *store.CorruptError when the background check failed or a
-// read or write found a damaged page; intake has then stopped.
-func (q *Queue) Err() error { return q.s.Err() }
-
 // Dir returns the data directory.
 func (q *Queue) Dir() string { return q.s.Dir() }
 

@@ -286,13 +286,6 @@ func (s *Store) Dir() string { return s.dir }
 // Path returns the data file's path.
 func (s *Store) Path() string { return s.path }
 
-// Err returns the *CorruptError when the background check failed, else nil.
-func (s *Store) Err() error {
-	if e := s.failed.Load(); e != nil {
-		return e
-	}
-	return nil
-}
 
 // Notify returns a channel signalled (buffer 1) after each commit that added events.
 func (s *Store) Notify() <-chan struct{} { return s.notify }
