@@ -286,7 +286,6 @@ func (s *Store) Dir() string { return s.dir }
 // Path returns the data file's path.
 func (s *Store) Path() string { return s.path }
 
-
 // Notify returns a channel signalled (buffer 1) after each commit that added events.
 func (s *Store) Notify() <-chan struct{} { return s.notify }
 
