@@ -123,40 +123,14 @@ func TestKafka_AgentFromEnvOnly_TwoSIGKILLsMidProduce_NothingAcknowledgedLost(t 
 		When: func(kmsg.Request) bool { return nth.Add(1)%10 == 0 }})
 	reader := readKafka(t, c)
 	dir := t.TempDir()
-	var (
-		mu    sync.Mutex
-		acked []string
-	)
+	var log ackLog
 	const kills, producers, perBatch, killAfter, maxPerProducer = 2, 4, 10, 30, 60
 	for cycle := range kills {
 		a := startAgent(t, dir, unusedEndpoint, kafkaEnv(c, nil))
-		var requests atomic.Int64
 		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for g := range producers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; n < maxPerProducer; n++ { // bounded, so the drain after the kills is too
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					body, ids := trackBatch(fmt.Sprintf("kk-c%d-g%d-n%d", cycle, g, n), perBatch)
-					code, _, err := tryPost(a.url+"/v1/batch", body, false)
-					if err != nil {
-						return // the agent is gone
-					}
-					if code == http.StatusOK {
-						mu.Lock()
-						acked = append(acked, ids...)
-						mu.Unlock()
-						requests.Add(1)
-					}
-				}
-			}()
-		}
+		// Bounded per producer, so the drain after the kills is too.
+		requests, wait := log.produce(a.url+"/v1/batch", fmt.Sprintf("kk-c%d", cycle),
+			load{producers: producers, perBatch: perBatch, max: maxPerProducer}, stop)
 		// Kill once enough requests were acknowledged and produce requests are flowing.
 		before := produces.Hits()
 		deadline := time.Now().Add(20 * time.Second)
@@ -170,8 +144,9 @@ func TestKafka_AgentFromEnvOnly_TwoSIGKILLsMidProduce_NothingAcknowledgedLost(t 
 		a.signal(t, syscall.SIGKILL)
 		close(stop)
 		a.wait(t, 5*time.Second)
-		wg.Wait()
+		wait()
 	}
+	acked := log.ids
 
 	flaky.Remove()
 	startAgent(t, dir, unusedEndpoint, kafkaEnv(c, nil))

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -99,40 +97,13 @@ func TestRun_SecondSignal_ExitsAtOnce(t *testing.T) {
 func TestRun_SIGKILL_DuringIngestAndUpload_EveryAcknowledgedEventArrives(t *testing.T) {
 	s := sinktest.StartScript(t, "503:10%,seed=3") // some failed uploads, so batches are retried too
 	dir := t.TempDir()
-	var (
-		mu    sync.Mutex
-		acked []string
-	)
+	var log ackLog
 	const cycles, producers, perBatch, killAfter = 3, 4, 10, 40
 	for cycle := range cycles {
 		a := startAgent(t, dir, s.URL()+"/v1/batch", nil)
-		var requests atomic.Int64
 		killed := make(chan struct{})
-		var wg sync.WaitGroup
-		for g := range producers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; ; n++ {
-					select {
-					case <-killed:
-						return
-					default:
-					}
-					body, ids := trackBatch(fmt.Sprintf("kill-c%d-g%d-n%d", cycle, g, n), perBatch)
-					code, _, err := tryPost(a.url+"/v1/batch", body, n%2 == 0)
-					if err != nil {
-						return // the agent is gone
-					}
-					if code == http.StatusOK {
-						mu.Lock()
-						acked = append(acked, ids...)
-						mu.Unlock()
-						requests.Add(1)
-					}
-				}
-			}()
-		}
+		requests, wait := log.produce(a.url+"/v1/batch", fmt.Sprintf("kill-c%d", cycle),
+			load{producers: producers, perBatch: perBatch, gzip: true}, killed)
 		// Kill once enough requests were acknowledged in this cycle and uploads are flowing.
 		uploadsBefore := s.Stats().Requests
 		deadline := time.Now().Add(15 * time.Second)
@@ -145,8 +116,9 @@ func TestRun_SIGKILL_DuringIngestAndUpload_EveryAcknowledgedEventArrives(t *test
 		a.signal(t, syscall.SIGKILL)
 		close(killed)
 		a.wait(t, 5*time.Second)
-		wg.Wait()
+		wait()
 	}
+	acked := log.ids
 
 	_ = s.SetScript(sink.Script{})
 	startAgent(t, dir, s.URL()+"/v1/batch", nil)

@@ -5,6 +5,10 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -33,4 +37,50 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// ackLog is the ids of every event an agent answered 200 for, across its kills.
+type ackLog struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+// load is how produce sends: producers goroutines, batches of perBatch events, at most max
+// batches each (0: until stopped), every other request gzipped when gzip is set.
+type load struct {
+	producers, perBatch, max int
+	gzip                     bool
+}
+
+// produce POSTs batches to url (event ids prefix-g<G>-n<N>) until stop is closed or the agent
+// is gone, recording each acknowledged batch's ids. requests counts the acknowledged requests;
+// wait waits for the producers to return.
+func (l *ackLog) produce(url, prefix string, ld load, stop <-chan struct{}) (requests *atomic.Int64, wait func()) {
+	requests = new(atomic.Int64)
+	var wg sync.WaitGroup
+	for g := range ld.producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ld.max == 0 || n < ld.max; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				body, ids := trackBatch(fmt.Sprintf("%s-g%d-n%d", prefix, g, n), ld.perBatch)
+				code, _, err := tryPost(url, body, ld.gzip && n%2 == 0)
+				if err != nil {
+					return // the agent is gone
+				}
+				if code == http.StatusOK {
+					l.mu.Lock()
+					l.ids = append(l.ids, ids...)
+					l.mu.Unlock()
+					requests.Add(1)
+				}
+			}
+		}()
+	}
+	return requests, wg.Wait
 }
