@@ -42,6 +42,15 @@ type childResult struct {
 	CommitNS  int64 `json:"commit_ns,omitempty"` // time spent in store commits (the writer's busy time)
 }
 
+// asMap is the event as an app that builds Segment events as maps holds it: what it passes
+// to EnqueueAsync or Enqueue, for outbox to serialise (as posthog-go serialises its Capture).
+func (e *trackEvent) asMap() map[string]any {
+	return map[string]any{
+		"type": e.Type, "event": e.Event, "userId": e.UserID, "anonymousId": e.AnonymousID,
+		"messageId": e.MessageID, "timestamp": e.Timestamp, "properties": e.Properties, "context": e.Context,
+	}
+}
+
 // readEvents decodes the events file (one JSON event per line).
 func readEvents(path string) ([]trackEvent, error) {
 	f, err := os.Open(path)
@@ -71,15 +80,20 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// runChild is `outbox-bench -child async|enqueue64`: one outbox client in its own process,
-// sending the events file to -child-endpoint. async calls EnqueueAsync from one goroutine;
-// enqueue64 calls Enqueue from 64 goroutines. Both then Flush (every done called, the queue
-// uploaded and acknowledged) before the clock stops. It prints "START" when its clock
-// starts, then its childResult.
+// runChild is `outbox-bench -child async|async-bytes|enqueue64`: one outbox client in its own
+// process, sending the events file to -child-endpoint. async calls EnqueueAsync from one
+// goroutine with each event as the app's map, which outbox serialises; async-bytes does the
+// same with each event json.Marshal'ed by the app first; enqueue64 calls Enqueue with the maps
+// from 64 goroutines. All then Flush (every done called, the queue uploaded and acknowledged)
+// before the clock stops. It prints "START" when its clock starts, then its childResult.
 func runChild(ctx context.Context, o options, stdout io.Writer) error {
 	evs, err := readEvents(o.childEvents)
 	if err != nil {
 		return err
+	}
+	maps := make([]map[string]any, len(evs)) // built before the clock, as posthog-go's Captures are
+	for i := range evs {
+		maps[i] = evs[i].asMap()
 	}
 	var commits, commitNS atomic.Int64
 	c, err := openClient(o.childDir, o.childEndpoint, uploader.WithHooks(uploader.Hooks{
@@ -103,13 +117,19 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 	defer stopProfile()
 	fmt.Fprintln(stdout, "START")
 	cpu0, start := selfCPU(), time.Now()
+	done := func(err error) {
+		if err != nil {
+			fail(err)
+		}
+	}
 	switch o.child {
 	case "async":
-		done := func(err error) {
-			if err != nil {
-				fail(err)
+		for _, m := range maps {
+			if err := c.EnqueueAsync(ctx, done, m); err != nil {
+				return err
 			}
 		}
+	case "async-bytes":
 		for i := range evs {
 			b, err := json.Marshal(&evs[i])
 			if err != nil {
@@ -126,14 +146,10 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 			wg.Go(func() {
 				for {
 					i := int(next.Add(1)) - 1
-					if i >= len(evs) || ctx.Err() != nil {
+					if i >= len(maps) || ctx.Err() != nil {
 						return
 					}
-					b, err := json.Marshal(&evs[i])
-					if err == nil {
-						err = c.Enqueue(ctx, b)
-					}
-					if err != nil {
+					if err := c.Enqueue(ctx, maps[i]); err != nil {
 						fail(err)
 						return
 					}
@@ -142,7 +158,7 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 		}
 		wg.Wait()
 	default:
-		return fmt.Errorf("unknown client %q (want async or enqueue64)", o.child)
+		return fmt.Errorf("unknown client %q (want async, async-bytes or enqueue64)", o.child)
 	}
 	intake := time.Since(start)
 	fctx, cancel := context.WithTimeout(ctx, o.drainLimit)

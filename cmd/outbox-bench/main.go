@@ -87,7 +87,7 @@ Usage: go run ./cmd/outbox-bench [flags]
 	fs.IntVar(&o.peerEvents, "peer-events", 200_000, "events each client sends in the peer comparison (-quick: 50000)")
 	fs.IntVar(&o.peerRounds, "peer-rounds", 3, "rounds of the peer comparison; the table shows medians (-quick: 1)")
 	fs.StringVar(&o.peersDir, "peers", "bench/peers", "directory of the bench/peers Go module (posthog-go and the plain HTTP batch client)")
-	fs.StringVar(&o.child, "child", "", "internal: run one outbox client (async or enqueue64) and print its figures")
+	fs.StringVar(&o.child, "child", "", "internal: run one outbox client (async, async-bytes or enqueue64) and print its figures")
 	fs.StringVar(&o.childEvents, "child-events", "", "internal: events file of -child")
 	fs.StringVar(&o.childEndpoint, "child-endpoint", "", "internal: collector of -child")
 	fs.StringVar(&o.childDir, "child-dir", "", "internal: data directory of -child")

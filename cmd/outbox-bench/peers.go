@@ -21,14 +21,15 @@ import (
 // The clients of the peer comparison, in run order within a round.
 const (
 	peerPosthog  = "posthog"       // posthog-go from one goroutine (bench/peers)
-	peerAsync    = "async"         // outbox EnqueueAsync from one goroutine
+	peerAsync    = "async"         // outbox EnqueueAsync from one goroutine, the app's maps
+	peerAsyncRaw = "async-bytes"   // the same with events the app json.Marshal'ed
 	peerEnqueue  = "enqueue64"     // outbox Enqueue from 64 goroutines
 	peerSegment  = "segment"       // plain HTTP batch client (analytics-go's way) → collector
 	peerViaAgent = "segment-agent" // the same client → outbox agent → collector
 )
 
 func peerClients() []string {
-	return []string{peerPosthog, peerAsync, peerEnqueue, peerSegment, peerViaAgent}
+	return []string{peerPosthog, peerAsync, peerAsyncRaw, peerEnqueue, peerSegment, peerViaAgent}
 }
 
 // peerRun is one client's run: what it reported, and for the agent run the agent's CPU and

@@ -37,6 +37,14 @@
 //   - An event over Limits.MaxEventBytes after normalisation is an error that
 //     matches ErrTooLarge.
 //
+// # Go values
+//
+// An app that holds its events as Go values (a map[string]any shaped like
+// Segment's JSON, typically) hands them to the library's Enqueue, which
+// writes them with AppendJSON and then normalises the bytes: the value is
+// serialised once, without encoding/json's reflection for the shapes events
+// have, and checked by the same rules as bytes from the wire.
+//
 // # Batches
 //
 // ParseBatch reads {"batch":[…], "context"?, "integrations"?}; other

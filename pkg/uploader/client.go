@@ -133,10 +133,32 @@ func (c *Client) Enqueue(ctx context.Context, events ...any) error {
 // *event.Error with its index.
 func (c *Client) normalize(events []any) ([][]byte, error) {
 	norm := make([][]byte, len(events))
+	var scratch *[]byte // event.AppendJSON's output, for the events that are Go values
+	defer func() {
+		if scratch != nil {
+			encodePool.Put(scratch)
+		}
+	}()
 	for i, ev := range events {
-		raw, err := rawEvent(ev)
-		if err != nil {
-			return nil, &event.Error{Index: i, Reason: err.Error()}
+		var raw []byte
+		switch v := ev.(type) {
+		case []byte:
+			raw = v
+		case json.RawMessage:
+			raw = v
+		case string:
+			raw = []byte(v)
+		case nil:
+			return nil, &event.Error{Index: i, Reason: "event is nil"}
+		default:
+			if scratch == nil {
+				scratch = encodePool.Get().(*[]byte)
+			}
+			b, err := event.AppendJSON((*scratch)[:0], v)
+			if err != nil {
+				return nil, &event.Error{Index: i, Reason: "encode event: " + err.Error()}
+			}
+			*scratch, raw = b, b
 		}
 		n, err := event.Normalize(raw, "", c.evOpts)
 		if err != nil {
@@ -146,6 +168,10 @@ func (c *Client) normalize(events []any) ([][]byte, error) {
 	}
 	return norm, nil
 }
+
+// encodePool holds the buffers Go-value events are encoded into before Normalize copies
+// them into the bytes that are stored.
+var encodePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // EnqueueNormalized stores events that are already normalised (by event.Normalize or
 // event.ParseBatch, as the agent does); it does not validate them again.
@@ -170,26 +196,6 @@ func (c *Client) EnqueueNormalized(ctx context.Context, events ...[]byte) error 
 	}
 	c.w.signal()
 	return nil
-}
-
-// rawEvent turns one Enqueue argument into JSON bytes.
-func rawEvent(ev any) ([]byte, error) {
-	switch v := ev.(type) {
-	case []byte:
-		return v, nil
-	case json.RawMessage:
-		return v, nil
-	case string:
-		return []byte(v), nil
-	case nil:
-		return nil, fmt.Errorf("event is nil")
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("encode event: %w", err)
-		}
-		return b, nil
-	}
 }
 
 // withIndex sets the index of an *event.Error from Normalize to the argument's position.
