@@ -1,6 +1,9 @@
 package event
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // This file is the JSON scanner: a strict, allocation-free validator that
 // walks RFC 8259 JSON and reports where values start and end, so that the
@@ -24,7 +27,18 @@ type syntaxError struct {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // skipSpace returns the offset of the first non-whitespace byte at or after i.
+// Compact JSON has no whitespace, so the first test usually answers: every
+// byte above ' ' is not whitespace.
 func skipSpace(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i
+	}
+	return skipSpaceSlow(b, i)
+}
+
+// skipSpaceSlow is skipSpace past its fast path, kept apart so that skipSpace
+// inlines.
+func skipSpaceSlow(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
@@ -44,13 +58,20 @@ var strSafe = func() (t [256]bool) {
 func scanString(b []byte, i int) (end int, escaped bool, err *syntaxError) {
 	i++ // opening quote
 	for {
-		// Eight bytes at a time while none of them needs attention.
-		for i+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[i:])) {
+		// Eight bytes at a time: the lowest flagged byte of a word is the
+		// first one that needs attention, so it is reached without a byte
+		// loop. Only the last seven bytes of the input go byte by byte.
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto found
+			}
 			i += 8
 		}
 		for i < len(b) && strSafe[b[i]] {
 			i++
 		}
+	found:
 		if i >= len(b) {
 			return 0, false, &syntaxError{i, "unterminated string"}
 		}
@@ -79,13 +100,15 @@ func scanString(b []byte, i int) (end int, escaped bool, err *syntaxError) {
 	}
 }
 
-// special reports whether any byte of the word w (eight string bytes) is a
-// quote, a backslash or a control character, by the zero-byte trick.
-func special(w uint64) bool {
+// special flags the bytes of the word w (eight string bytes, little endian)
+// that are a quote, a backslash or a control character, by the zero-byte
+// trick: the result is 0 when there is none. A borrow may also flag a byte
+// above a flagged one, never below it, so the lowest flag is exact.
+func special(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote := w ^ (ones * '"')
 	bslash := w ^ (ones * '\\')
-	return ((quote-ones)&^quote|(bslash-ones)&^bslash|(w-ones*0x20)&^w)&highs != 0
+	return ((quote-ones)&^quote | (bslash-ones)&^bslash | (w-ones*0x20)&^w) & highs
 }
 
 func isHex(c byte) bool {

@@ -2,6 +2,7 @@ package event_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/outboxhq/outbox/pkg/event"
@@ -25,6 +26,44 @@ func TestNormalize_AcceptsExactlyTheJSONThatEncodingJSONAccepts(t *testing.T) {
 		_, err := event.Normalize([]byte(raw), "", opts())
 		if got := err == nil; got != want {
 			t.Errorf("value %q: accepted = %v, json.Valid = %v (%v)", v, got, want, err)
+		}
+	}
+}
+
+// TestNormalize_FindsEachStringsEndWhereverTheSpecialByteFalls moves a quote, an escape and a
+// control character through every offset of strings up to three words long, so that the
+// scanner's word-at-a-time search meets each at every position of a word and at the end of
+// the input.
+func TestNormalize_FindsEachStringsEndWhereverTheSpecialByteFalls(t *testing.T) {
+	for n := 0; n <= 24; n++ {
+		for _, tail := range []string{"", strings.Repeat("x", 9)} {
+			for pos := 0; pos <= n; pos++ {
+				pre, post := strings.Repeat("a", pos), strings.Repeat("b", n-pos)
+				for _, tc := range []struct {
+					name, value string
+				}{
+					{"plain", `"` + pre + post + `"`},
+					{"escaped quote", `"` + pre + `\"` + post + `"`},
+					{"escaped backslash", `"` + pre + `\\` + post + `"`},
+					{"unicode escape", `"` + pre + `\u00e9` + post + `"`},
+					{"control character", "\"" + pre + "\x01" + post + "\""},
+					{"byte 0x7f and above", "\"" + pre + "\x7f\xc3\xa9" + post + "\""},
+					{"unterminated", `"` + pre + post},
+				} {
+					raw := `{"type":"page","userId":"u","x":` + tc.value + tail
+					if tc.name != "unterminated" {
+						raw += `}`
+					}
+					want := json.Valid([]byte(raw))
+					out, err := event.Normalize([]byte(raw), "", opts())
+					if got := err == nil; got != want {
+						t.Fatalf("%s, length %d, at %d, tail %q: accepted = %v, json.Valid = %v (%v)", tc.name, n, pos, tail, got, want, err)
+					}
+					if err == nil && !strings.Contains(string(out), `"x":`+tc.value) {
+						t.Fatalf("%s, length %d, at %d: value not kept as sent: %s", tc.name, n, pos, out)
+					}
+				}
+			}
 		}
 	}
 }
