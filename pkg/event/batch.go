@@ -1,5 +1,10 @@
 package event
 
+import (
+	"bytes"
+	"sync"
+)
+
 // ParseBatch parses a Segment batch body {"batch":[…], "context"?,
 // "integrations"?} and returns each event normalised as Normalize does (the
 // type comes from each event). A top-level context or integrations object is
@@ -10,8 +15,13 @@ package event
 // It is all or nothing: on the first bad event it returns an *Error whose
 // Index is that event's 0-based position, and no events; an error about the
 // body itself has Index -1. An empty batch returns no events and no error
-// (Segment answers 200 to it). The returned events share one allocation,
-// each capped so that appending to one cannot touch another.
+// (Segment answers 200 to it).
+//
+// An event that normalisation leaves as sent (an SDK's event carries its
+// messageId, timestamp and context.library) is returned as its bytes in body,
+// not copied: the caller keeps body unmodified while it uses the events. The
+// others share one allocation. Every event is capped, so that appending to one
+// cannot touch another or body.
 func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 	var in intake
 	if err := in.init("", &opt); err != nil {
@@ -21,7 +31,9 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 	if start >= len(body) || body[start] != '{' {
 		return nil, &Error{Index: -1, Reason: `the body must be a JSON object {"batch":[…]}, got ` + describe(body[start:])}
 	}
-	evs, found, bad := in.parseBody(body, start)
+	ws := getWorkspace()
+	defer putWorkspace(ws)
+	evs, found, bad := in.parseBody(body, start, ws)
 	switch {
 	case bad != nil:
 		return nil, bad
@@ -31,24 +43,37 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 		return nil, nil
 	}
 
-	// One allocation for all events. An event may reserve no more than the
-	// size limit: a big batch-level context merged into many events costs
-	// memory only for events that are accepted.
-	extra := in.extra()
-	total := 0
-	for k := range evs {
-		total += min(evs[k].p.end+extra, in.max)
-	}
-	arena := make([]byte, 0, total)
+	// Each event is emitted into scratch space first (reused from one event to
+	// the next): when the result is the event as sent, the event is its bytes
+	// in body. The first event that changed allocates the arena for it and the
+	// events after it.
 	out := make([][]byte, len(evs))
+	var arena []byte
+	scratch := ws.emit
+	defer func() { ws.emit = scratch[:0] }()
 	for k := range evs {
 		ev, p := body[evs[k].off:], &evs[k].p
 		in.mark(ev, p)
-		dst := arena[len(arena):]
+		dst := scratch[:0]
+		if arena != nil {
+			dst = arena[len(arena):]
+		}
 		o, bad := in.emit(dst, ev, p)
 		if bad != nil {
 			bad.Index = k
 			return nil, bad
+		}
+		if asSent := ev[:p.end:p.end]; bytes.Equal(o, asSent) {
+			out[k] = asSent
+			if arena == nil {
+				scratch = o // keeps what emit grew it to
+			}
+			continue
+		}
+		if arena == nil {
+			arena = make([]byte, 0, in.reserve(evs[k:]))
+			dst = arena
+			o = append(dst, o...)
 		}
 		if cap(o) == cap(dst) { // it fitted, as every event within the limit does
 			arena = arena[:len(arena)+len(o)]
@@ -56,6 +81,40 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 		out[k] = o[:len(o):len(o)]
 	}
 	return out, nil
+}
+
+// reserve is the arena size for evs once normalised. An event may reserve no
+// more than the size limit: a big batch-level context merged into many
+// events costs memory only for events that are accepted.
+func (in *intake) reserve(evs []located) int {
+	extra, total := in.extra(), 0
+	for k := range evs {
+		total += min(evs[k].p.end+extra, in.max)
+	}
+	return total
+}
+
+// workspace is ParseBatch's working memory, kept for the next call: nothing it
+// holds is returned.
+type workspace struct {
+	evs  []located // the events found in the body
+	emit []byte    // the current event's normalised bytes
+}
+
+var workspaces = sync.Pool{New: func() any { return new(workspace) }}
+
+// maxKeptEvents bounds the located events a kept workspace holds (about
+// 140 bytes each), so that one huge batch does not pin its memory.
+const maxKeptEvents = 4096
+
+func getWorkspace() *workspace { return workspaces.Get().(*workspace) }
+
+func putWorkspace(ws *workspace) {
+	if cap(ws.evs) > maxKeptEvents || cap(ws.emit) > 1<<20 {
+		return
+	}
+	ws.evs = ws.evs[:0] // located holds no pointers: nothing to clear
+	workspaces.Put(ws)
 }
 
 // located is an event of a batch: its offset in the body and what parse
@@ -68,7 +127,7 @@ type located struct {
 // parseBody validates the body in one pass: its top-level object, each event
 // of its batch array (parsed and checked against the rules as it goes), and
 // the batch-level context and integrations, which it reads into in.
-func (in *intake) parseBody(body []byte, start int) (evs []located, found bool, bad *Error) {
+func (in *intake) parseBody(body []byte, start int, ws *workspace) (evs []located, found bool, bad *Error) {
 	var keys keySet
 	it := newObjIter(body, start)
 	for {
@@ -95,9 +154,10 @@ func (in *intake) parseBody(body []byte, start int) (evs []located, found bool, 
 				return nil, false, &Error{Index: -1, Field: "batch", Reason: "must be an array of events, got " + describe(body[v:])}
 			}
 			found = true
-			if evs, end, bad = in.parseEvents(body, v, len(body)/512+1); bad != nil {
+			if ws.evs, end, bad = in.parseEvents(body, v, ws.evs[:0]); bad != nil {
 				return nil, false, bad
 			}
+			evs = ws.evs
 		case "context", "integrations":
 			var mo *mergeObj
 			if mo, end, bad = newMergeObj(body, v, string(k)); bad != nil {
@@ -124,14 +184,16 @@ func (in *intake) parseBody(body []byte, start int) (evs []located, found bool, 
 	return evs, found, nil
 }
 
-// parseEvents parses the events of the batch array at body[v] and returns
-// them with the offset past the array.
-func (in *intake) parseEvents(body []byte, v, capHint int) ([]located, int, *Error) {
+// parseEvents parses the events of the batch array at body[v], appends them
+// to evs and returns it with the offset past the array.
+func (in *intake) parseEvents(body []byte, v int, evs []located) ([]located, int, *Error) {
 	i := skipSpace(body, v+1)
 	if i < len(body) && body[i] == ']' {
-		return nil, i + 1, nil
+		return evs, i + 1, nil
 	}
-	evs := make([]located, 0, capHint)
+	if evs == nil {
+		evs = make([]located, 0, len(body)/512+1)
+	}
 	for k := 0; ; k++ {
 		p, bad := in.parse(body[i:])
 		if bad != nil {

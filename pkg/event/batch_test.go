@@ -262,3 +262,49 @@ func TestEventtest_TrackEventsAreExactly535Bytes(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBatch_EventsNormalisationLeavesAsSentAreTheBodysBytes(t *testing.T) {
+	// Events 0 and 2 carry everything (as SDKs send them); event 1 lacks its messageId,
+	// timestamp and context.library.
+	body := []byte(`{"batch":[` + string(eventtest.Track(0)) + `,` + string(eventtest.TrackBare(1)) + `,` +
+		string(eventtest.Track(2)) + `]}`)
+	sent := bytes.Clone(body)
+	evs, err := event.ParseBatch(body, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	within := func(ev []byte) bool {
+		return len(ev) > 0 && &ev[0] == &body[bytes.Index(body, ev)]
+	}
+	for i, want := range [][]byte{eventtest.Track(0), nil, eventtest.Track(2)} {
+		ev := evs[i]
+		if cap(ev) != len(ev) {
+			t.Errorf("event %d: cap %d, len %d: appending to it could write past it", i, cap(ev), len(ev))
+		}
+		if want == nil {
+			if bytes.Contains(body, ev) {
+				t.Errorf("event %d was normalised but is in the body as is: %s", i, ev)
+			}
+			single, err := event.Normalize(eventtest.TrackBare(1), "", opts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, w := fields(t, ev), fields(t, single)
+			delete(m, "messageId")
+			delete(w, "messageId")
+			if !bytes.Equal(mustJSON(t, m), mustJSON(t, w)) {
+				t.Errorf("event %d = %s, want it as Normalize makes it: %s", i, ev, single)
+			}
+			continue
+		}
+		if !bytes.Equal(ev, want) || !within(ev) {
+			t.Errorf("event %d = %s, want its bytes in the body, as sent", i, ev)
+		}
+	}
+	for i := range evs {
+		_ = append(evs[i], "garbage"...)
+	}
+	if !bytes.Equal(body, sent) {
+		t.Errorf("appending to the events changed the body")
+	}
+}
