@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +14,41 @@ import (
 // bodyReader reads request bodies under the request limit. The limit applies twice: to the
 // raw bytes on the wire (http.MaxBytesReader, so a slow or endless upload is cut) and to the
 // decompressed bytes (so a gzip bomb is read at most limit+1 bytes far and then rejected).
+//
+// Bodies are read into pooled buffers: a batch body is a few hundred KiB, and a fresh buffer
+// per request would cost its allocation, its zeroing and the garbage collections it brings
+// on. The events ParseBatch returns are the body's bytes, so a buffer goes back to the pool
+// only once nothing refers to it (see requestBody.release).
 type bodyReader struct {
 	limit int64
 	gz    sync.Pool // *gzip.Reader, reused across requests
+	bufs  sync.Pool // *[]byte, request bodies
+}
+
+// maxPooledBody bounds the buffers kept for reuse, so that one huge request does not pin its
+// memory for the life of the process.
+const maxPooledBody = 4 << 20
+
+// requestBody is a request's decompressed body in a pooled buffer.
+type requestBody struct {
+	br  *bodyReader
+	buf *[]byte
+}
+
+// Bytes returns the body.
+func (rb requestBody) Bytes() []byte {
+	if rb.buf == nil {
+		return nil
+	}
+	return *rb.buf
+}
+
+// release returns the buffer to the pool. The caller must hold no reference to the body's
+// bytes any more, nor have handed them to anyone who may still read them.
+func (rb requestBody) release() {
+	if rb.buf != nil && cap(*rb.buf) <= maxPooledBody {
+		rb.br.bufs.Put(rb.buf)
+	}
 }
 
 // errBadEncoding is reported for a Content-Encoding other than gzip or identity.
@@ -27,9 +58,9 @@ var errBadEncoding = errors.New("unsupported Content-Encoding (use gzip or none)
 // corrupt gzip stream (400), or a transport error. A body whose declared Content-Length is
 // over the limit is refused before any of it is read: the raw bytes alone would pass the
 // limit (for a plain body they are the body), so waiting for them only holds the connection.
-func (br *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (br *bodyReader) read(w http.ResponseWriter, r *http.Request) (requestBody, error) {
 	if r.ContentLength > br.limit {
-		return nil, errBodyTooLarge
+		return requestBody{}, errBodyTooLarge
 	}
 	raw := http.MaxBytesReader(w, r.Body, br.limit)
 	defer raw.Close()
@@ -40,23 +71,55 @@ func (br *bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	case "gzip", "x-gzip":
 		zr, err := br.gzipReader(raw)
 		if err != nil {
-			return nil, classifyReadErr(err)
+			return requestBody{}, classifyReadErr(err)
 		}
 		defer br.gz.Put(zr)
 		src = zr
 	default:
-		return nil, fmt.Errorf("%w: %q", errBadEncoding, enc)
+		return requestBody{}, fmt.Errorf("%w: %q", errBadEncoding, enc)
 	}
 
-	buf := bytes.NewBuffer(make([]byte, 0, initialCap(r.ContentLength, br.limit)))
-	n, err := buf.ReadFrom(io.LimitReader(src, br.limit+1))
+	rb := requestBody{br: br, buf: br.getBuf(initialCap(r.ContentLength, br.limit))}
+	n, err := readAll(rb.buf, io.LimitReader(src, br.limit+1))
 	if err != nil {
-		return nil, classifyReadErr(err)
+		rb.release()
+		return requestBody{}, classifyReadErr(err)
 	}
 	if n > br.limit {
-		return nil, errBodyTooLarge
+		rb.release()
+		return requestBody{}, errBodyTooLarge
 	}
-	return buf.Bytes(), nil
+	return rb, nil
+}
+
+// getBuf returns an empty pooled buffer of at least capacity n.
+func (br *bodyReader) getBuf(n int) *[]byte {
+	if bp, ok := br.bufs.Get().(*[]byte); ok && cap(*bp) >= n {
+		*bp = (*bp)[:0]
+		return bp
+	}
+	b := make([]byte, 0, n)
+	return &b
+}
+
+// readAll reads src to its end into *bp, growing it when full, and returns how many bytes it
+// read.
+func readAll(bp *[]byte, src io.Reader) (int64, error) {
+	b := (*bp)[:0]
+	defer func() { *bp = b }()
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grows by the runtime's policy
+		}
+		n, err := src.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return int64(len(b)), nil
+		case err != nil:
+			return int64(len(b)), err
+		}
+	}
 }
 
 // gzipReader returns a pooled gzip reader reset onto src.
@@ -81,7 +144,8 @@ func classifyReadErr(err error) error {
 	return fmt.Errorf("reading request body: %w", err)
 }
 
-// initialCap sizes the read buffer from Content-Length when it is known and sane.
+// initialCap sizes the read buffer from Content-Length when it is known and sane: one byte
+// more than the body, so that the read which finds its end needs no room.
 func initialCap(contentLength, limit int64) int {
 	const minCap = 4 << 10
 	if contentLength <= 0 {

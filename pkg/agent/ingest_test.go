@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -285,5 +286,59 @@ func TestIngest_DeclaredContentLengthOverLimitIs413BeforeTheBodyArrives(t *testi
 				t.Errorf("stored %d events, want none", got)
 			}
 		})
+	}
+}
+
+// TestIngest_ConcurrentBatchesArriveIntact sends batches of events as SDKs send them (kept
+// byte for byte, so stored as the body's own bytes) from several clients at once, plain and
+// gzipped, of varying sizes: every event reaches the sink exactly as sent, whichever request
+// body buffer it was read into.
+func TestIngest_ConcurrentBatchesArriveIntact(t *testing.T) {
+	h := start(t, setup{})
+	const clients, requests = 4, 6
+	sent := map[string]string{}
+	bodies := make([][][]byte, clients)
+	for c := range clients {
+		for r := range requests {
+			var evs []string
+			for e := range 5 + 7*r {
+				id := fmt.Sprintf("m-%d-%d-%d", c, r, e)
+				ev := fmt.Sprintf(`{"type":"track","event":"E","userId":"u%d","messageId":%q,`+
+					`"timestamp":"2024-01-01T00:00:00Z","context":{"library":{"name":"t"}},"properties":{"pad":%q}}`,
+					c, id, strings.Repeat("x", 40*e+r))
+				sent[id] = ev
+				evs = append(evs, ev)
+			}
+			bodies[c] = append(bodies[c], []byte(`{"batch":[`+strings.Join(evs, ",")+`]}`))
+		}
+	}
+	codes := make(chan int, clients*requests)
+	for c := range clients {
+		go func() {
+			for r, body := range bodies[c] {
+				codes <- h.do(req{path: "/v1/batch", body: body, gzip: r%2 == 1}).code
+			}
+		}()
+	}
+	for range clients * requests {
+		if code := <-codes; code != http.StatusOK {
+			t.Fatalf("answer %d, want 200", code)
+		}
+	}
+	if fr := h.flush(); !fr.Done {
+		t.Fatalf("flush not done: %+v", fr)
+	}
+	got := h.sink.Events()
+	if len(got) != len(sent) {
+		t.Fatalf("sink got %d events, want %d", len(got), len(sent))
+	}
+	for _, raw := range got {
+		var ev struct{ MessageID string }
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatalf("sink event is not JSON: %v: %s", err, raw)
+		}
+		if want := sent[ev.MessageID]; string(raw) != want {
+			t.Fatalf("event %s arrived as\n%s\nwant it as sent\n%s", ev.MessageID, raw, want)
+		}
 	}
 }
