@@ -3,7 +3,6 @@ package uploader
 import (
 	"bytes"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -53,23 +52,25 @@ func AppendBody(dst []byte, events [][]byte, sentAt time.Time) []byte {
 	return append(dst, bodySuffix...)
 }
 
-// encoder builds request bodies with pooled buffers and gzip writers. It is
-// safe for concurrent use; the worker uses it from one goroutine, the
-// benchmarks from several.
+// encoder builds request bodies with kept buffers and gzip writers. It is
+// safe for concurrent use; the worker uses it from two goroutines at most
+// (a body built ahead beside one built for an attempt), the benchmarks from
+// several.
 type encoder struct {
 	gzip  bool
-	bufs  sync.Pool // *bytes.Buffer
-	gzips sync.Pool // *gzip.Writer
+	bufs  freeList[*bytes.Buffer]
+	gzips freeList[*gzip.Writer]
 }
 
+// Kept for reuse: the buffers of two bodies in use and one being built (raw
+// and wire each), and a gzip writer for each of the worker's two goroutines.
+const (
+	keptBufs  = 6
+	keptGzips = 2
+)
+
 func newEncoder(gz bool) *encoder {
-	e := &encoder{gzip: gz}
-	e.bufs.New = func() any { return new(bytes.Buffer) }
-	e.gzips.New = func() any {
-		w, _ := gzip.NewWriterLevel(nil, gzipLevel) // the level is a valid constant
-		return w
-	}
-	return e
+	return &encoder{gzip: gz, bufs: freeList[*bytes.Buffer]{max: keptBufs}, gzips: freeList[*gzip.Writer]{max: keptGzips}}
 }
 
 // body is one encoded request body. Release returns its buffers to the pool;
@@ -95,7 +96,10 @@ func (b *body) Release() {
 }
 
 func (e *encoder) getBuf() *bytes.Buffer {
-	b := e.bufs.Get().(*bytes.Buffer)
+	b, ok := e.bufs.get()
+	if !ok {
+		return new(bytes.Buffer)
+	}
 	b.Reset()
 	return b
 }
@@ -106,7 +110,7 @@ func (e *encoder) putBuf(b *bytes.Buffer) {
 	if b == nil || b.Cap() > 8<<20 {
 		return
 	}
-	e.bufs.Put(b)
+	e.bufs.put(b)
 }
 
 // encode builds the body for events sent at sentAt.
@@ -133,9 +137,13 @@ func (e *encoder) encode(events [][]byte, sentAt time.Time) (*body, error) {
 // compress writes the gzip of p to out with a pooled writer.
 func (e *encoder) compress(out *bytes.Buffer, p []byte) error {
 	out.Grow(len(p)/4 + 64)
-	zw := e.gzips.Get().(*gzip.Writer)
-	defer e.gzips.Put(zw)
-	zw.Reset(out)
+	zw, ok := e.gzips.get()
+	if ok {
+		zw.Reset(out)
+	} else {
+		zw, _ = gzip.NewWriterLevel(out, gzipLevel) // the level is a valid constant
+	}
+	defer e.gzips.put(zw)
 	if _, err := zw.Write(p); err != nil {
 		return fmt.Errorf("gzip body: %w", err)
 	}
