@@ -74,7 +74,7 @@ func New(cfg Config, client *uploader.Client, metrics *Metrics) (*Agent, error) 
 		client:   client,
 		metrics:  metrics,
 		auth:     newAuthenticator(cfg),
-		body:     &bodyReader{limit: cfg.MaxRequestBytes},
+		body:     newBodyReader(cfg.MaxRequestBytes),
 		evOpts:   event.Options{Limits: event.Limits{MaxEventBytes: cfg.MaxEventBytes}},
 		shutdown: make(chan struct{}),
 	}

@@ -15,19 +15,30 @@ import (
 // raw bytes on the wire (http.MaxBytesReader, so a slow or endless upload is cut) and to the
 // decompressed bytes (so a gzip bomb is read at most limit+1 bytes far and then rejected).
 //
-// Bodies are read into pooled buffers: a batch body is a few hundred KiB, and a fresh buffer
+// Bodies are read into kept buffers: a batch body is a few hundred KiB, and a fresh buffer
 // per request would cost its allocation, its zeroing and the garbage collections it brings
-// on. The events ParseBatch returns are the body's bytes, so a buffer goes back to the pool
+// on. The buffers are kept in a bounded free list rather than a sync.Pool, which drops them at
+// every collection. The events ParseBatch returns are the body's bytes, so a buffer goes back
 // only once nothing refers to it (see requestBody.release).
 type bodyReader struct {
 	limit int64
-	gz    sync.Pool // *gzip.Reader, reused across requests
-	bufs  sync.Pool // *[]byte, request bodies
+	gz    sync.Pool    // *gzip.Reader, reused across requests
+	bufs  chan *[]byte // request body buffers, at most keptBodies
 }
 
-// maxPooledBody bounds the buffers kept for reuse, so that one huge request does not pin its
-// memory for the life of the process.
-const maxPooledBody = 4 << 20
+const (
+	// keptBodies is how many body buffers are kept: one per request in flight, for as many
+	// concurrent clients as a busy agent serves.
+	keptBodies = 16
+	// maxPooledBody bounds the buffers kept, so that a few huge requests do not pin their
+	// memory for the life of the process (16 × 1 MiB at most; Segment's limit is 500 KB).
+	maxPooledBody = 1 << 20
+)
+
+// newBodyReader returns a bodyReader for requests of at most limit bytes.
+func newBodyReader(limit int64) *bodyReader {
+	return &bodyReader{limit: limit, bufs: make(chan *[]byte, keptBodies)}
+}
 
 // requestBody is a request's decompressed body in a pooled buffer.
 type requestBody struct {
@@ -46,8 +57,12 @@ func (rb requestBody) Bytes() []byte {
 // release returns the buffer to the pool. The caller must hold no reference to the body's
 // bytes any more, nor have handed them to anyone who may still read them.
 func (rb requestBody) release() {
-	if rb.buf != nil && cap(*rb.buf) <= maxPooledBody {
-		rb.br.bufs.Put(rb.buf)
+	if rb.buf == nil || cap(*rb.buf) > maxPooledBody {
+		return
+	}
+	select {
+	case rb.br.bufs <- rb.buf:
+	default: // enough kept
 	}
 }
 
@@ -94,9 +109,14 @@ func (br *bodyReader) read(w http.ResponseWriter, r *http.Request) (requestBody,
 
 // getBuf returns an empty pooled buffer of at least capacity n.
 func (br *bodyReader) getBuf(n int) *[]byte {
-	if bp, ok := br.bufs.Get().(*[]byte); ok && cap(*bp) >= n {
-		*bp = (*bp)[:0]
-		return bp
+	select {
+	case bp := <-br.bufs:
+		if cap(*bp) >= n {
+			*bp = (*bp)[:0]
+			return bp
+		}
+		// Too small for this body: dropped, so that the kept buffers grow to the sizes sent.
+	default:
 	}
 	b := make([]byte, 0, n)
 	return &b

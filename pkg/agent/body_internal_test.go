@@ -47,7 +47,7 @@ func TestReadAll_ReturnsTheReadError(t *testing.T) {
 }
 
 func TestBodyReader_ReusesBuffersOnlyOfASaneSize(t *testing.T) {
-	br := &bodyReader{limit: 8 << 20}
+	br := newBodyReader(8 << 20)
 	small := requestBody{br: br, buf: br.getBuf(1000)}
 	if cap(*small.buf) < 1000 {
 		t.Fatalf("getBuf(1000) has capacity %d", cap(*small.buf))
@@ -63,8 +63,8 @@ func TestBodyReader_ReusesBuffersOnlyOfASaneSize(t *testing.T) {
 	}
 	huge := requestBody{br: br, buf: br.getBuf(maxPooledBody + 1)}
 	huge.release()
-	for range 4 {
-		if bp, ok := br.bufs.Get().(*[]byte); ok && cap(*bp) > maxPooledBody {
+	for len(br.bufs) > 0 {
+		if bp := <-br.bufs; cap(*bp) > maxPooledBody {
 			t.Fatalf("a %d-byte buffer was kept, over maxPooledBody", cap(*bp))
 		}
 	}
