@@ -44,7 +44,7 @@ func TestAppendJSON_WritesWhatEncodingJSONWrites(t *testing.T) {
 		{"replaces invalid UTF-8", "ok\xffok\xc3"},
 		{"escapes the JavaScript line separators", "a\u2028b\u2029c"},
 		{"keeps HTML characters and non-ASCII", "<a href=\"x\">&</a> é 日本 😀"},
-		{"floats in decimal form", []any{0.1, -0.0, 1.5e20, 123456789.0, float32(0.1)}},
+		{"floats in decimal form", []any{0.1, math.Copysign(0, -1), 1.5e20, 123456789.0, float32(0.1)}},
 		{"floats in exponent form", []any{1e21, 1e-7, -2.5e-10, float32(1e-7), math.MaxFloat64, math.SmallestNonzeroFloat64}},
 		{"integers of every size", []any{int8(-8), int16(-16), int32(-32), int64(math.MinInt64), -1, uint8(8), uint16(16), uint32(32), uint64(math.MaxUint64), uint(7)}},
 		{"nils of every kind", []any{nil, map[string]any(nil), []any(nil), []string(nil), map[string]string(nil), json.RawMessage(nil)}},
