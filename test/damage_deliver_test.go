@@ -87,8 +87,9 @@ func TestDamage_PageDamagedUnderARunningAgent_IntakeStops_AgentExits1NamingRecov
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := os.Getpagesize()
-	meta := data[16:] // bbolt's meta: root bucket at +16, txid at +48
+	// bbolt's meta: page size at +8, root bucket at +16, txid at +48.
+	ps := int(binary.LittleEndian.Uint32(data[16+8:]))
+	meta := data[16:]
 	if binary.LittleEndian.Uint64(data[ps+16+48:]) > binary.LittleEndian.Uint64(data[16+48:]) {
 		meta = data[ps+16:]
 	}

@@ -19,12 +19,27 @@
 // new one that is not greater than the last becomes last.Next()), so key
 // order is intake order and a key carries its intake second.
 //
+// The store creates files with 16 KiB pages (a file keeps the page size it was
+// created with; compaction writes the new size). Most of a commit's CPU is
+// per page, not per byte: bbolt materialises, splits, rebalances, allocates,
+// frees and writes (one pwrite each) every page it touches, and an ack frees
+// the leaves it emptied one by one. With about 28 events of 545 bytes per leaf
+// instead of 7, a batch of events touches a quarter of the pages; measured, it
+// cuts the store's CPU per event by about a fifth for batched intake, while a
+// commit of a lone event writes a few more KiB (its tail leaf is rewritten
+// whole). Events and dead batches are appended with FillPercent 1.0 (keys only
+// grow), so leaves are written full.
+//
 // # Writes: group commit
 //
 // All writes go through one writer goroutine. It takes every request waiting
 // in its channel (up to 16384), applies them in one write transaction, commits
-// once (one fsync unless NoSync) and answers each caller. A lone caller is
-// committed immediately; there is no timer (unlike bbolt's DB.Batch).
+// once (one fsync unless NoSync) and answers each caller. Requests that arrive
+// while the group is being applied join it, until the channel is found empty:
+// with many synchronous producers, those answered by the previous commit that
+// are back already share this one instead of waiting for the next. A lone
+// caller is committed immediately; nothing waits for anyone and there is no
+// timer (unlike bbolt's DB.Batch).
 // AppendAsync hands its request over without waiting: its callback is called
 // on the writer goroutine after the commit, and the callers of Append and
 // AppendAsync share the same transactions, so one asynchronous producer fills
@@ -34,8 +49,13 @@
 // Stats is cheap.
 //
 // An append request's records are built by the caller (Append) in one
-// allocation with a slot before each for the key the writer assigns, so the
-// CRC and the copy of each event stay off the writer's path. A delete
+// block with a slot before each for the key the writer assigns, so the CRC
+// and the copy of each event stay off the writer's path. bbolt copies the
+// values into its pages at commit and refers to them no longer once the
+// transaction has ended, so the writer then returns the blocks to a pool
+// (by size class, up to 256 KiB) and later appends reuse them: an event's
+// bytes are not allocated again for every append. AppendAsync's requests are
+// recycled the same way once answered. A delete
 // (an ack: one batch, or several consecutive ones) walks one cursor: it seeks
 // the last key, then deletes and steps back (Cursor.Prev; Next after Delete can
 // skip a key in bbolt) down to the first, comparing every key the cursor lands
@@ -76,8 +96,9 @@
 // # Reads
 //
 // Head and ReadAfter verify every record's CRC and copy keys and events into
-// 256 KiB blocks (one allocation per block, not two per event); a batch holds
-// no reference into bbolt's memory map.
+// one block of the batch's exact size (a first walk over the run reads only
+// the lengths), not one allocation per event; a batch holds no reference into
+// bbolt's memory map.
 //
 // # Checks, corruption, recovery
 //

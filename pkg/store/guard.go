@@ -51,14 +51,14 @@ func (s *Store) corrupted(cause any) *CorruptError {
 // guardGroup is deferred by the writer around one group's transaction: a
 // panic inside bbolt rolls the transaction back, stops intake with the
 // *CorruptError and answers every request of the group with it.
-func (s *Store) guardGroup(tx *bolt.Tx, group []*request) {
+func (s *Store) guardGroup(tx *bolt.Tx) {
 	r := recover()
 	if r == nil {
 		return
 	}
 	_ = tx.Rollback() // ErrTxClosed when it had committed
 	ce := s.corrupted(r)
-	for _, req := range group {
+	for _, req := range s.group {
 		req.err = ce
 		req.answer() // sync and async requests alike; those answered before keep their answer
 	}

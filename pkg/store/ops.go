@@ -16,7 +16,7 @@ import (
 func (s *Store) apply(b buckets, r *request, w *writerState) error {
 	switch r.kind {
 	case opAppend:
-		return s.applyAppend(b, r.events, r.block, r.need, w)
+		return s.applyAppend(b, r.events, *r.block, r.need, w)
 	case opDelete:
 		if err := deleteEvents(b, r.keys, w, nil); err != nil {
 			return err
@@ -59,20 +59,24 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 
 // appendBlock builds, on the caller's goroutine (so the writer, which every
 // producer waits on, does not), one block holding every event's record, each
-// after a key slot that the writer fills in: one allocation per request, and
-// the CRC and copy of each event are off the writer's path. bbolt keeps
-// referring to keys and values until the commit, which the block outlives.
-func appendBlock(events [][]byte) []byte {
+// after a key slot that the writer fills in: the CRC and copy of each event are
+// off the writer's path. bbolt keeps referring to keys and values until the
+// transaction ends, which the block outlives: the writer hands it back to the
+// pool (putBlock) only after that, so appends reuse blocks instead of
+// allocating one per request.
+func appendBlock(events [][]byte) *[]byte {
 	n := 0
 	for _, e := range events {
 		n += len(ksuid.Nil) + recordHeader + len(e)
 	}
-	buf := make([]byte, 0, n)
+	p := getBlock(n)
+	buf := *p
 	for _, e := range events {
 		buf = append(buf, ksuid.Nil[:]...)
 		buf = appendRecord(buf, e)
 	}
-	return buf
+	*p = buf
+	return p
 }
 
 // applyAppend stores events (need bytes in all; Append has already refused

@@ -113,10 +113,6 @@ func decodeDeadBatch(k, v []byte, withEvents bool) (DeadBatch, error) {
 	return d, err
 }
 
-// arenaChunk is the size of the blocks ReadAfter copies event bytes into: one allocation per
-// block instead of one per event.
-const arenaChunk = 256 << 10
-
 // ReadAfter returns the run of events that follows key after, cut by the same limits as Head:
 // up to maxEvents events totalling at most maxBytes (always at least one). It is what Head
 // would return once every key up to and including after had left the queue, so that a
@@ -157,8 +153,12 @@ type runLimit struct{ events, bytes int }
 // events totalling at most maxBytes (always at least one), or the saved batch when the retry
 // state belongs to k. It verifies every record and stops before the first that fails; when
 // that is k itself it returns a nil batch and bad, a copy of k. more reports that an event
-// follows the batch. Keys and events are copied into arenas of arenaChunk bytes: one
-// allocation per block instead of two per event. k == nil returns nothing.
+// follows the batch. k == nil returns nothing.
+//
+// Keys and events are copied into one block allocated for them: a first walk over the run
+// (which reads only the lengths) finds how many events the batch takes and their size, so the
+// block and the slices are allocated once at their exact size, rather than one allocation per
+// event or blocks of a fixed size half wasted when a batch ends just past one.
 func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, bad []byte, more bool) {
 	maxEvents, maxBytes := lim.events, lim.bytes
 	if k == nil {
@@ -172,8 +172,10 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 			retry = append([]byte{}, p[24:]...)
 		}
 	}
-	b = &Batch{Retry: retry, Keys: make([][]byte, 0, min(maxEvents, 1024)), Events: make([][]byte, 0, min(maxEvents, 1024))}
-	var arena []byte
+	n, size := runSize(c, k, v, maxEvents, maxBytes)
+	k, v = c.Seek(k) // back to the first key (k is still valid: the transaction holds its page)
+	b = &Batch{Retry: retry, Keys: make([][]byte, 0, n), Events: make([][]byte, 0, n)}
+	arena := make([]byte, 0, size)
 	for ; k != nil && len(b.Keys) < maxEvents; k, v = c.Next() {
 		p, err := decodeRecord(v)
 		if err != nil {
@@ -186,7 +188,8 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 			return b, nil, true
 		}
 		if cap(arena)-len(arena) < len(k)+len(p) {
-			arena = make([]byte, 0, max(arenaChunk, len(k)+len(p)))
+			// Only if the run changed between the walks, which the transaction rules out.
+			arena = make([]byte, 0, len(k)+len(p))
 		}
 		// Each key and event is a full slice expression into the arena, so that appending to
 		// one cannot overwrite the next.
@@ -199,4 +202,22 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 		b.Bytes += len(p)
 	}
 	return b, nil, k != nil
+}
+
+// runSize walks the run from k, v (where c is positioned) as readRun cuts it, and returns how
+// many events it holds and the bytes of their keys and payloads. It reads only lengths, so a
+// record that fails its checksum is counted: readRun, which verifies, ends the batch there.
+// c is left past the run.
+func runSize(c *bolt.Cursor, k, v []byte, maxEvents, maxBytes int) (n, size int) {
+	total := 0
+	for ; k != nil && n < maxEvents; k, v = c.Next() {
+		p := max(len(v)-recordHeader, 0)
+		if n > 0 && maxBytes >= 0 && total+p > maxBytes {
+			break
+		}
+		n++
+		total += p
+		size += len(k) + p
+	}
+	return n, size
 }

@@ -150,6 +150,11 @@ func TestRecover_BothMetaPagesDamagedSavesEveryEventByScanning(t *testing.T) {
 	dir := t.TempDir()
 	lossFill(t, dir, 3000, 100)
 	path := filepath.Join(dir, store.FileName)
+	written, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := fileMeta(t, written) // the page size the store wrote the file with
 	scribbleMetas(t, path)
 	var ce *store.CorruptError
 	if _, err := store.Open(dir, store.Options{}); !errors.As(err, &ce) {
@@ -160,8 +165,8 @@ func TestRecover_BothMetaPagesDamagedSavesEveryEventByScanning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Saved != 2900 || rep.DeadSaved != 1 || !rep.Scanned || rep.PageSize != os.Getpagesize() || rep.Healthy {
-		t.Fatalf("report %+v, want 2900 saved, 1 dead, scanned at page size %d", rep, os.Getpagesize())
+	if rep.Saved != 2900 || rep.DeadSaved != 1 || !rep.Scanned || rep.PageSize != ps || rep.Healthy {
+		t.Fatalf("report %+v, want 2900 saved, 1 dead, scanned at page size %d", rep, ps)
 	}
 	ids, dead := lossDrain(t, dir)
 	if !slices.Equal(ids, wantIDs(100, 3000)) || dead != 1 {

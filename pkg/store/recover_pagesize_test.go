@@ -11,8 +11,8 @@ import (
 )
 
 // The file is written here with bbolt directly, because the store always
-// uses the OS page size: the scan must find a file's page size by itself
-// when no meta page says it.
+// uses one page size (16 KiB): the scan must find a file's page size by
+// itself when no meta page says it.
 func TestRecover_BothMetaPagesLostFindsANonDefaultPageSize(t *testing.T) {
 	for _, ps := range []int{8192, 16384, 65536} {
 		t.Run(fmt.Sprintf("page size %d", ps), func(t *testing.T) {

@@ -51,6 +51,8 @@ type Store struct {
 	checking atomic.Bool
 
 	w            writerState   // owned by the writer goroutine
+	group        []*request    // owned by the writer goroutine: the requests of the transaction being built
+	held         *request      // owned by the writer goroutine: a compaction request taken, run after the group
 	pendingDrops []pendingDrop // owned by the writer goroutine
 	pendingRuns  []intakeRun   // owned by the writer goroutine: runs appended by this group
 	intake       intakeRing    // owned by the writer goroutine
@@ -181,6 +183,10 @@ func (s *Store) open() (checked *checkResult, err error) {
 	return checked, nil
 }
 
+// pageSize is the page size of the files the store creates (an existing file keeps its
+// own, which bbolt reads from its meta page). See doc.go, "Layout".
+const pageSize = 16 << 10
+
 // openDB opens path with the options that suit an append-only queue. bbolt
 // scans the whole tree of an existing file here (the freelist is rebuilt, see
 // below), so path must be a file that passed validateFile or one this
@@ -203,6 +209,7 @@ func openDB(path string, noSync bool, mmap int) (db *bolt.DB, err error) {
 		// matters after a big drain leaves many free pages.
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: mmap,
+		PageSize:        pageSize,
 	})
 	if err != nil {
 		return nil, err

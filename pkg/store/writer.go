@@ -32,7 +32,7 @@ type request struct {
 	ctx    context.Context
 	kind   opKind
 	events [][]byte // append: payloads
-	block  []byte   // append: per event a 20-byte key slot then its record (built by Append)
+	block  *[]byte  // append: per event a 20-byte key slot then its record (built by Append; pooled)
 	need   int64    // append: sum of len(events)
 	keys   [][]byte // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
 	info   []byte   // dead: info; retry: state
@@ -76,18 +76,20 @@ const (
 //
 // Concurrent waiting producers (Enqueue, ingest, the worker's acks) end up in two cohorts
 // that alternate: those answered by one commit prepare their next request while the next
-// commit, holding the others, runs. Merging them into one group (by waiting for the answered
-// producers to come back) was measured and does not help: it doubles the events per commit
-// (about 39 to 63 with 64 producers) but serialises preparing and committing, for the same
-// events/s; see docs/BENCHMARKS.md. A sync producer's ceiling is producers / (commit latency
-// + its own time per event).
+// commit, holding the others, runs. So the group also takes the requests that arrive while
+// it is being applied (see commitGroup): producers of the other cohort that come back before
+// the commit join it, without anyone waiting for them. Merging the cohorts by waiting for the
+// answered producers to come back was measured and does not help: it doubles the events per
+// commit (about 39 to 63 with 64 producers) but serialises preparing and committing, for the
+// same events/s; see docs/BENCHMARKS.md. A sync producer's ceiling is producers / (commit
+// latency + its own time per event).
 func (s *Store) run() {
 	defer close(s.stopped)
-	group := make([]*request, 0, 1024)
+	s.group = make([]*request, 0, 1024)
 	for {
 		select {
 		case r := <-s.reqs:
-			group = append(group[:0], r)
+			s.group = append(s.group[:0], r)
 		case <-s.cs.due:
 			s.cs.due = nil
 			s.maybeCompact()
@@ -99,28 +101,39 @@ func (s *Store) run() {
 			s.drainClosed()
 			return
 		}
-		// Let producers that were just answered resubmit before the group is
-		// cut: a yield, not a timer, so a lone caller loses microseconds.
-		runtime.Gosched()
-	fill:
-		for len(group) < maxGroup && group[len(group)-1].kind != opCompact {
-			select {
-			case r := <-s.reqs:
-				group = append(group, r)
-			default:
-				break fill
+		if r := s.group[0]; r.kind == opCompact {
+			s.group, s.held = s.group[:0], r
+		} else {
+			// Let producers that were just answered resubmit before the group is
+			// cut: a yield, not a timer, so a lone caller loses microseconds.
+			runtime.Gosched()
+			s.take()
+		}
+		if len(s.group) > 0 {
+			s.commitGroup()
+		}
+		s.recycle()
+		if r := s.held; r != nil {
+			s.held = nil
+			r.done <- s.compact()
+		}
+	}
+}
+
+// take moves the requests waiting in the channel into the group, without waiting, up to
+// maxGroup. A compaction request ends the group: it is held (s.held) and run once the group
+// has committed.
+func (s *Store) take() {
+	for len(s.group) < maxGroup && s.held == nil {
+		select {
+		case r := <-s.reqs:
+			if r.kind == opCompact {
+				s.held = r
+				return
 			}
-		}
-		var compact *request
-		if last := group[len(group)-1]; last.kind == opCompact {
-			compact, group = last, group[:len(group)-1]
-		}
-		if len(group) > 0 {
-			s.commitGroup(group)
-		}
-		clear(group) // the requests' blocks are not kept alive by the next group's buffer
-		if compact != nil {
-			compact.done <- s.compact()
+			s.group = append(s.group, r)
+		default:
+			return
 		}
 	}
 }
@@ -142,14 +155,18 @@ func isLogical(err error) bool {
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// commitGroup applies group in one transaction and answers every request.
-func (s *Store) commitGroup(group []*request) {
+// commitGroup applies the group in one transaction and answers every request. Requests that
+// arrive while it is applied join it (take), up to maxGroup: those of producers answered by
+// the previous commit that come back meanwhile share this commit instead of waiting for the
+// next one. Nothing waits for them: the transaction commits as soon as the channel is found
+// empty.
+func (s *Store) commitGroup() {
 	start := time.Now()
 	w := s.w
 	s.pendingDrops = s.pendingDrops[:0]
 	s.pendingRuns = s.pendingRuns[:0]
 	fail := func(err error) {
-		for _, r := range group {
+		for _, r := range s.group {
 			if r.err == nil || !isLogical(r.err) {
 				r.err = err
 			}
@@ -165,12 +182,16 @@ func (s *Store) commitGroup(group []*request) {
 		fail(fmt.Errorf("store: begin write: %w", err))
 		return
 	}
-	defer s.guardGroup(tx, group)
+	defer s.guardGroup(tx)
 	s.noteHighWater(tx.Size())
 	b := newBuckets(tx)
 	headDirty := false
 	added := 0
-	for _, r := range group {
+	for i := 0; i < len(s.group); i++ {
+		if i == len(s.group)-1 {
+			s.take()
+		}
+		r := s.group[i]
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
 			continue
@@ -232,7 +253,7 @@ func (s *Store) commitGroup(group []*request) {
 		// file small again; appends wait in the channel meanwhile.
 		s.maybeCompact()
 	}
-	for _, r := range group {
+	for _, r := range s.group {
 		r.answer()
 	}
 	if added > 0 {
@@ -252,8 +273,8 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
-	r, err := s.appendRequest(events)
-	if err != nil {
+	r := &request{}
+	if err := s.appendRequest(r, events); err != nil {
 		return err
 	}
 	return s.submit(ctx, r)
@@ -279,8 +300,8 @@ func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)
 		cb(nil)
 		return nil
 	}
-	r, err := s.appendRequest(events)
-	if err != nil {
+	r := asyncRequests.Get().(*request)
+	if err := s.appendRequest(r, events); err != nil {
 		return err
 	}
 	if e := s.failed.Load(); e != nil {
@@ -310,8 +331,8 @@ func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)
 // errs.ErrClosed.
 func (s *Store) Closing() <-chan struct{} { return s.quit }
 
-// appendRequest checks the size of an append and builds its request.
-func (s *Store) appendRequest(events [][]byte) (*request, error) {
+// appendRequest checks the size of an append and fills r, an empty request, with it.
+func (s *Store) appendRequest(r *request, events [][]byte) error {
 	var need int64
 	for _, e := range events {
 		need += int64(len(e))
@@ -319,10 +340,11 @@ func (s *Store) appendRequest(events [][]byte) (*request, error) {
 	if s.opt.Policy != nil {
 		// Checked before the writer: eviction could never make room, so nothing is evicted.
 		if err := s.opt.Policy.Fits(need); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return &request{kind: opAppend, events: events, block: appendBlock(events), need: need}, nil
+	*r = request{kind: opAppend, events: events, block: appendBlock(events), need: need}
+	return nil
 }
 
 // Delete removes the events with these keys (and the head retry state when
