@@ -76,7 +76,8 @@ func (c *Client) EnqueueAsync(ctx context.Context, done func(error), events ...a
 }
 
 // EnqueueNormalizedAsync is EnqueueAsync for events that are already normalised (by
-// event.Normalize or event.ParseBatch); it does not validate them again.
+// event.Normalize or event.ParseBatch); it does not validate them again. It may hold the
+// events' bytes until done is called: do not reuse their buffer before.
 func (c *Client) EnqueueNormalizedAsync(ctx context.Context, done func(error), events ...[]byte) error {
 	call := asyncCall{done: done, events: int64(len(events))}
 	for _, e := range events {

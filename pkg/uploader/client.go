@@ -174,7 +174,9 @@ func (c *Client) normalize(events []any) ([][]byte, error) {
 var encodePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // EnqueueNormalized stores events that are already normalised (by event.Normalize or
-// event.ParseBatch, as the agent does); it does not validate them again.
+// event.ParseBatch, as the agent does); it does not validate them again. Once it returns nil
+// it holds nothing of the events' bytes, so the caller may reuse their buffer (the agent
+// reuses its request bodies this way); after an error it may still hold them.
 func (c *Client) EnqueueNormalized(ctx context.Context, events ...[]byte) error {
 	if len(events) == 0 {
 		return nil
