@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/outboxhq/outbox/internal/freelist"
+
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -22,8 +24,8 @@ import (
 // only once nothing refers to it (see requestBody.release).
 type bodyReader struct {
 	limit int64
-	gz    sync.Pool    // *gzip.Reader, reused across requests
-	bufs  chan *[]byte // request body buffers, at most keptBodies
+	gz    sync.Pool               // *gzip.Reader, reused across requests
+	bufs  *freelist.List[*[]byte] // request body buffers, at most keptBodies
 }
 
 const (
@@ -37,7 +39,7 @@ const (
 
 // newBodyReader returns a bodyReader for requests of at most limit bytes.
 func newBodyReader(limit int64) *bodyReader {
-	return &bodyReader{limit: limit, bufs: make(chan *[]byte, keptBodies)}
+	return &bodyReader{limit: limit, bufs: freelist.New[*[]byte](keptBodies)}
 }
 
 // requestBody is a request's decompressed body in a pooled buffer.
@@ -60,10 +62,7 @@ func (rb requestBody) release() {
 	if rb.buf == nil || cap(*rb.buf) > maxPooledBody {
 		return
 	}
-	select {
-	case rb.br.bufs <- rb.buf:
-	default: // enough kept
-	}
+	rb.br.bufs.Put(rb.buf)
 }
 
 // errBadEncoding is reported for a Content-Encoding other than gzip or identity.
@@ -109,14 +108,12 @@ func (br *bodyReader) read(w http.ResponseWriter, r *http.Request) (requestBody,
 
 // getBuf returns an empty pooled buffer of at least capacity n.
 func (br *bodyReader) getBuf(n int) *[]byte {
-	select {
-	case bp := <-br.bufs:
+	if bp, ok := br.bufs.Get(); ok {
 		if cap(*bp) >= n {
 			*bp = (*bp)[:0]
 			return bp
 		}
 		// Too small for this body: dropped, so that the kept buffers grow to the sizes sent.
-	default:
 	}
 	b := make([]byte, 0, n)
 	return &b

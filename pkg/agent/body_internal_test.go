@@ -63,8 +63,8 @@ func TestBodyReader_ReusesBuffersOnlyOfASaneSize(t *testing.T) {
 	}
 	huge := requestBody{br: br, buf: br.getBuf(maxPooledBody + 1)}
 	huge.release()
-	for len(br.bufs) > 0 {
-		if bp := <-br.bufs; cap(*bp) > maxPooledBody {
+	for bp, ok := br.bufs.Get(); ok; bp, ok = br.bufs.Get() {
+		if cap(*bp) > maxPooledBody {
 			t.Fatalf("a %d-byte buffer was kept, over maxPooledBody", cap(*bp))
 		}
 	}

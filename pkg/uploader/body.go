@@ -1,11 +1,15 @@
 package uploader
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/outboxhq/outbox/internal/freelist"
 )
 
 // Wire format pieces of a Segment batch body. Events are spliced between
@@ -40,16 +44,47 @@ func EncodedSize(events [][]byte) int {
 // AppendBody appends the Segment batch body {"batch":[e1,e2,...],"sentAt":"…"}
 // to dst, splicing the events in as given, and returns the extended slice.
 func AppendBody(dst []byte, events [][]byte, sentAt time.Time) []byte {
-	dst = append(dst, bodyPrefix...)
+	a := appender(dst)
+	writeBody(&a, events, sentAt)
+	return a
+}
+
+// bodyWriter is where writeBody puts the pieces of a body. Its writes are not
+// checked one by one: it must keep its first error for the caller to read
+// (bufio.Writer does; appender never fails).
+type bodyWriter interface {
+	io.Writer
+	io.StringWriter
+}
+
+// writeBody writes the body of events to w, piece by piece: the one place the
+// body's layout is spelt out, for the plain body (AppendBody) and the gzipped
+// one (encoder.compress) alike.
+func writeBody(w bodyWriter, events [][]byte, sentAt time.Time) {
+	_, _ = w.WriteString(bodyPrefix)
 	for i, e := range events {
 		if i > 0 {
-			dst = append(dst, ',')
+			_, _ = w.WriteString(",")
 		}
-		dst = append(dst, e...)
+		_, _ = w.Write(e)
 	}
-	dst = append(dst, bodyMid...)
-	dst = sentAt.UTC().AppendFormat(dst, sentAtLayout)
-	return append(dst, bodySuffix...)
+	var tail [len(bodyMid) + len(sentAtLayout) + len(bodySuffix)]byte
+	t := append(tail[:0], bodyMid...)
+	t = sentAt.UTC().AppendFormat(t, sentAtLayout)
+	_, _ = w.Write(append(t, bodySuffix...))
+}
+
+// appender is a bodyWriter that appends to a slice.
+type appender []byte
+
+func (a *appender) Write(p []byte) (int, error) {
+	*a = append(*a, p...)
+	return len(p), nil
+}
+
+func (a *appender) WriteString(s string) (int, error) {
+	*a = append(*a, s...)
+	return len(s), nil
 }
 
 // encoder builds request bodies with kept buffers and gzip writers. It is
@@ -58,8 +93,8 @@ func AppendBody(dst []byte, events [][]byte, sentAt time.Time) []byte {
 // several.
 type encoder struct {
 	gzip  bool
-	bufs  freeList[*bytes.Buffer]
-	gzips freeList[*stager]
+	bufs  *freelist.List[*bytes.Buffer]
+	gzips *freelist.List[*gzipStage]
 }
 
 // Kept for reuse: the buffers of two bodies in use and one being built, and
@@ -70,7 +105,7 @@ const (
 )
 
 func newEncoder(gz bool) *encoder {
-	return &encoder{gzip: gz, bufs: freeList[*bytes.Buffer]{max: keptBufs}, gzips: freeList[*stager]{max: keptGzips}}
+	return &encoder{gzip: gz, bufs: freelist.New[*bytes.Buffer](keptBufs), gzips: freelist.New[*gzipStage](keptGzips)}
 }
 
 // body is one encoded request body. Release returns its buffer to the pool;
@@ -92,7 +127,7 @@ func (b *body) Release() {
 }
 
 func (e *encoder) getBuf() *bytes.Buffer {
-	b, ok := e.bufs.get()
+	b, ok := e.bufs.Get()
 	if !ok {
 		return new(bytes.Buffer)
 	}
@@ -106,7 +141,7 @@ func (e *encoder) putBuf(b *bytes.Buffer) {
 	if b == nil || b.Cap() > 8<<20 {
 		return
 	}
-	e.bufs.put(b)
+	e.bufs.Put(b)
 }
 
 // encode builds the body for events sent at sentAt.
@@ -129,78 +164,37 @@ func (e *encoder) encode(events [][]byte, sentAt time.Time) (*body, error) {
 }
 
 // compress writes the gzip of the body of events to out with a kept writer.
-// The body is staged a few KiB at a time rather than built whole first: gzip
-// gets a few large writes, and no second copy of the batch passes through the
-// caches on its way.
+// The body goes to gzip through a staging buffer rather than being built
+// whole first: gzip gets a few large writes, and no second copy of the batch
+// passes through the caches on its way.
 func (e *encoder) compress(out *bytes.Buffer, events [][]byte, sentAt time.Time, plain int) error {
 	out.Grow(plain/4 + 64)
-	s, ok := e.gzips.get()
+	g, ok := e.gzips.Get()
 	if ok {
-		s.zw.Reset(out)
+		g.zw.Reset(out)
+		g.bw.Reset(g.zw)
 	} else {
 		zw, _ := gzip.NewWriterLevel(out, gzipLevel) // the level is a valid constant
-		s = &stager{zw: zw, buf: make([]byte, 0, stageBytes)}
+		g = &gzipStage{zw: zw, bw: bufio.NewWriterSize(zw, stageBytes)}
 	}
-	defer e.gzips.put(s)
-	s.err = nil
-	s.buf = append(s.buf[:0], bodyPrefix...)
-	for i, ev := range events {
-		if i > 0 {
-			s.add(comma[:])
-		}
-		s.add(ev)
+	defer e.gzips.Put(g)
+	writeBody(g.bw, events, sentAt)
+	err := g.bw.Flush()
+	if err == nil {
+		err = g.zw.Close()
 	}
-	var tail [len(bodyMid) + len(sentAtLayout) + len(bodySuffix)]byte
-	t := append(tail[:0], bodyMid...)
-	t = sentAt.UTC().AppendFormat(t, sentAtLayout)
-	s.add(append(t, bodySuffix...))
-	s.flush()
-	if s.err == nil {
-		s.err = s.zw.Close()
-	}
-	if s.err != nil {
-		return fmt.Errorf("gzip body: %w", s.err)
+	if err != nil {
+		return fmt.Errorf("gzip body: %w", err)
 	}
 	return nil
 }
 
-// comma separates the events of a body.
-var comma = [1]byte{','}
-
-// stageBytes is the size of a stager's buffer: big enough that gzip sees few
-// writes, small enough to stay in the CPU's caches.
+// stageBytes is the size of the staging buffer in front of gzip: big enough
+// that gzip sees few writes, small enough to stay in the CPU's caches.
 const stageBytes = 32 << 10
 
-// stager feeds a gzip writer through a staging buffer.
-type stager struct {
-	zw  *gzip.Writer
-	buf []byte
-	err error // the first write error
-}
-
-// add stages p, handing what is staged to gzip first when p does not fit; a
-// p larger than the buffer goes to gzip directly.
-func (s *stager) add(p []byte) {
-	if len(s.buf)+len(p) > cap(s.buf) {
-		s.flush()
-		if len(p) > cap(s.buf) {
-			s.write(p)
-			return
-		}
-	}
-	s.buf = append(s.buf, p...)
-}
-
-// flush hands what is staged to gzip.
-func (s *stager) flush() {
-	if len(s.buf) > 0 {
-		s.write(s.buf)
-		s.buf = s.buf[:0]
-	}
-}
-
-func (s *stager) write(p []byte) {
-	if s.err == nil {
-		_, s.err = s.zw.Write(p)
-	}
+// gzipStage is a kept gzip writer with its staging buffer.
+type gzipStage struct {
+	zw *gzip.Writer
+	bw *bufio.Writer // stages into zw; a write larger than its buffer goes to zw directly
 }

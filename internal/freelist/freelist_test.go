@@ -1,18 +1,18 @@
-package uploader
+package freelist
 
 import "testing"
 
-func TestFreeList_KeepsAtMostMaxValues(t *testing.T) {
-	f := freeList[int]{max: 2}
-	if _, ok := f.get(); ok {
+func TestList_KeepsAtMostMaxValues(t *testing.T) {
+	f := New[int](2)
+	if _, ok := f.Get(); ok {
 		t.Fatal("an empty list gave a value")
 	}
-	f.put(1)
-	f.put(2)
-	f.put(3) // over max: dropped
+	f.Put(1)
+	f.Put(2)
+	f.Put(3) // over max: dropped
 	got := map[int]bool{}
 	for {
-		v, ok := f.get()
+		v, ok := f.Get()
 		if !ok {
 			break
 		}
