@@ -1,9 +1,6 @@
 package event
 
-import (
-	"bytes"
-	"sync"
-)
+import "sync"
 
 // ParseBatch parses a Segment batch body {"batch":[…], "context"?,
 // "integrations"?} and returns each event normalised as Normalize does (the
@@ -43,37 +40,32 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 		return nil, nil
 	}
 
-	// Each event is emitted into scratch space first (reused from one event to
-	// the next): when the result is the event as sent, the event is its bytes
-	// in body. The first event that changed allocates the arena for it and the
-	// events after it.
+	// An event that needs no edit is returned as its bytes in body. The first
+	// event that does allocates the arena for it and the events after it.
 	out := make([][]byte, len(evs))
 	var arena []byte
-	scratch := ws.emit
-	defer func() { ws.emit = scratch[:0] }()
 	for k := range evs {
 		ev, p := body[evs[k].off:], &evs[k].p
 		in.mark(ev, p)
-		dst := scratch[:0]
-		if arena != nil {
-			dst = arena[len(arena):]
-		}
-		o, bad := in.emit(dst, ev, p)
-		if bad != nil {
-			bad.Index = k
-			return nil, bad
-		}
-		if asSent := ev[:p.end:p.end]; bytes.Equal(o, asSent) {
-			out[k] = asSent
-			if arena == nil {
-				scratch = o // keeps what emit grew it to
+		var buf [5]edit
+		edits := in.plan(ev, p, &buf)
+		if len(edits) == 0 {
+			if p.end > in.max {
+				bad := in.tooLarge(p.end)
+				bad.Index = k
+				return nil, bad
 			}
+			out[k] = ev[:p.end:p.end]
 			continue
 		}
 		if arena == nil {
 			arena = make([]byte, 0, in.reserve(evs[k:]))
-			dst = arena
-			o = append(dst, o...)
+		}
+		dst := arena[len(arena):]
+		o, bad := in.apply(dst, ev, p, edits)
+		if bad != nil {
+			bad.Index = k
+			return nil, bad
 		}
 		if cap(o) == cap(dst) { // it fitted, as every event within the limit does
 			arena = arena[:len(arena)+len(o)]
@@ -97,8 +89,7 @@ func (in *intake) reserve(evs []located) int {
 // workspace is ParseBatch's working memory, kept for the next call: nothing it
 // holds is returned.
 type workspace struct {
-	evs  []located // the events found in the body
-	emit []byte    // the current event's normalised bytes
+	evs []located // the events found in the body
 }
 
 var workspaces = sync.Pool{New: func() any { return new(workspace) }}
@@ -110,7 +101,7 @@ const maxKeptEvents = 4096
 func getWorkspace() *workspace { return workspaces.Get().(*workspace) }
 
 func putWorkspace(ws *workspace) {
-	if cap(ws.evs) > maxKeptEvents || cap(ws.emit) > 1<<20 {
+	if cap(ws.evs) > maxKeptEvents {
 		return
 	}
 	ws.evs = ws.evs[:0] // located holds no pointers: nothing to clear

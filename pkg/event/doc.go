@@ -60,8 +60,9 @@
 // # Cost
 //
 // Normalize allocates once (the output). ParseBatch allocates per request,
-// never per event: an event it leaves as sent is returned as its bytes in
-// the body, the events it changes share one buffer, and its working memory
+// never per event: an event that needs no edit is returned as its bytes in
+// the body, without being copied or compared, the events it changes share
+// one buffer, and its working memory
 // is reused from one call to the next. Decoding happens only for keys
 // and values that hold backslash escapes. BenchmarkNormalize and
 // BenchmarkParseBatch report events/s on 535-byte track events

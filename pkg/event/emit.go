@@ -39,6 +39,12 @@ type edit struct {
 // the size limit.
 func (in *intake) emit(dst []byte, b []byte, p *parsed) ([]byte, *Error) {
 	var buf [5]edit
+	return in.apply(dst, b, p, in.plan(b, p, &buf))
+}
+
+// plan returns, in buf and sorted by position, the edits that normalise
+// b[:p.end]; none when the event is already normal, as an SDK's event is.
+func (in *intake) plan(b []byte, p *parsed, buf *[5]edit) []edit {
 	edits := buf[:0]
 	closing := p.end - 1
 	if in.typ != "" && (!p.typ.present() || string(b[p.typ.start:p.typ.end]) != `"`+in.typ+`"`) {
@@ -67,7 +73,12 @@ func (in *intake) emit(dst []byte, b []byte, p *parsed) ([]byte, *Error) {
 			edits[j], edits[j-1] = edits[j-1], edits[j]
 		}
 	}
+	return edits
+}
 
+// apply appends b[:p.end] with edits spliced in to dst. It fails only when
+// the result is over the size limit.
+func (in *intake) apply(dst []byte, b []byte, p *parsed, edits []edit) ([]byte, *Error) {
 	out := dst
 	last := 0
 	comma := p.members > 0
@@ -93,11 +104,16 @@ func (in *intake) emit(dst []byte, b []byte, p *parsed) ([]byte, *Error) {
 	}
 	out = append(out, b[last:p.end]...)
 	if n := len(out) - len(dst); n > in.max {
-		return nil, &Error{Field: "", tooLarge: true, Reason: "is " + strconv.Itoa(n) +
-			" bytes after normalisation, over the limit of " + strconv.Itoa(in.max) +
-			" bytes (limits.max_event_bytes): send less data in this event"}
+		return nil, in.tooLarge(n)
 	}
 	return out, nil
+}
+
+// tooLarge is the error for an event of n bytes after normalisation.
+func (in *intake) tooLarge(n int) *Error {
+	return &Error{Field: "", tooLarge: true, Reason: "is " + strconv.Itoa(n) +
+		" bytes after normalisation, over the limit of " + strconv.Itoa(in.max) +
+		" bytes (limits.max_event_bytes): send less data in this event"}
 }
 
 // addEdit adds the edit for a field: an append when it is absent, a
