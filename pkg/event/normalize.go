@@ -112,6 +112,17 @@ func (in *intake) extra() int {
 // the event, replacing any "type" the event carries. Errors are *Error with
 // Index 0, or ErrBadLibrary for a bad Options.Library.
 func Normalize(raw []byte, typ string, opt Options) ([]byte, error) {
+	out, err := AppendNormalized(nil, raw, typ, opt)
+	if err != nil {
+		return nil, err
+	}
+	return out[:len(out):len(out)], nil
+}
+
+// AppendNormalized is Normalize appending the event to dst, so that a caller normalising many
+// events can write them into one buffer it reuses. On error dst is returned unchanged (its
+// spare capacity may have been written).
+func AppendNormalized(dst, raw []byte, typ string, opt Options) ([]byte, error) {
 	var in intake
 	if err := in.init(typ, &opt); err != nil {
 		return nil, err
@@ -127,12 +138,15 @@ func Normalize(raw []byte, typ string, opt Options) ([]byte, error) {
 		bad.Index = 0
 		return nil, bad
 	}
-	out, bad := in.emit(make([]byte, 0, p.end+in.extra()), raw[start:], &p)
+	if dst == nil {
+		dst = make([]byte, 0, p.end+in.extra())
+	}
+	out, bad := in.emit(dst, raw[start:], &p)
 	if bad != nil {
 		bad.Index = 0
-		return nil, bad
+		return dst, bad
 	}
-	return out[:len(out):len(out)], nil
+	return out, nil
 }
 
 // parse scans the event that starts at b[0], validating its JSON in one pass

@@ -310,3 +310,32 @@ func mustJSON(t testing.TB, v any) []byte {
 	}
 	return b
 }
+
+// AppendNormalized writes after what dst holds, the bytes Normalize returns; on bad input it
+// returns dst as it was.
+func TestAppendNormalized_AppendsWhatNormalizeReturns(t *testing.T) {
+	opt := event.Options{Now: func() time.Time { return time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC) }}
+	dst := []byte("before|")
+	for _, raw := range []string{
+		`{"type":"track","event":"A","userId":"u","messageId":"m1","timestamp":"2026-12-01T00:00:00Z"}`,
+		`{"type":"identify","anonymousId":"a","messageId":"m2"}`,
+	} {
+		want, err := event.Normalize([]byte(raw), "", opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(dst)
+		dst, err = event.AppendNormalized(dst, []byte(raw), "", opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dst[before:]; !bytes.Equal(got, want) {
+			t.Fatalf("AppendNormalized wrote %s, want %s", got, want)
+		}
+	}
+	kept := len(dst)
+	out, err := event.AppendNormalized(dst, []byte(`{"type":"track"}`), "", opt)
+	if err == nil || len(out) != kept || !bytes.HasPrefix(out, []byte("before|")) {
+		t.Fatalf("bad event: %d bytes, %v; want the %d bytes before and an error", len(out), err, kept)
+	}
+}

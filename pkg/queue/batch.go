@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/store"
 )
 
 // Batch is a leased run of events from the head of the queue.
@@ -13,6 +14,19 @@ type Batch struct {
 	Bytes  int          // sum of len(Events)
 	Retry  budget.State // restored state when this is the head batch of a restart
 	keys   [][]byte
+	read   *store.Batch // what the store read; nil for a half of a split batch
+}
+
+// Release hands the memory that holds the batch's Events back for the events of a later
+// lease. Call it once nothing refers to Events any more (nor to those of its halves, which
+// share it); the batch can still be acknowledged, dead-lettered or passed to LeaseAfter, which
+// use only its keys. Not calling it is never wrong. On a half of a split batch it does nothing.
+func (b *Batch) Release() {
+	if b == nil || b.read == nil {
+		return
+	}
+	b.read.Release()
+	b.read, b.Events = nil, nil
 }
 
 // Len returns the number of events.

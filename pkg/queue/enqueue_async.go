@@ -14,7 +14,8 @@ import (
 // committed (and fsynced unless NoSync), or with the error that kept them out: errs.ErrQueueFull under
 // reject, errs.ErrClosed when the queue closes first, the store's write error. done must return quickly and
 // must not call the queue. Pending events share commits with everything else the writer has
-// waiting, so one producer fills commits of many events.
+// waiting, so one producer fills commits of many events. The events' bytes are copied before
+// EnqueueAsync returns: the caller may reuse its buffer at once.
 //
 // WhenFull applies at commit: reject answers errs.ErrQueueFull through done, drop_oldest evicts from the
 // head, and block waits for room (until the queue closes) and tries again; the events are then
@@ -26,6 +27,8 @@ import (
 func (q *Queue) EnqueueAsync(ctx context.Context, done func(error), events ...[]byte) error {
 	cb := done // the store's errors are the queue's (errs.ErrQueueFull, errs.ErrClosed are the same values)
 	if q.cfg.WhenFull == Block {
+		// The events may have to be appended again after the caller got its buffer back.
+		events = cloneEvents(events)
 		room := q.s.Room() // before the append, so that room freed after its answer is not missed
 		cb = func(err error) {
 			if errors.Is(err, errs.ErrQueueFull) {
@@ -54,4 +57,20 @@ func (q *Queue) retryWhenRoom(room <-chan struct{}, events [][]byte, done func(e
 	if err := q.EnqueueAsync(context.Background(), done, events...); err != nil {
 		done(err)
 	}
+}
+
+// cloneEvents copies events into one block of their own.
+func cloneEvents(events [][]byte) [][]byte {
+	n := 0
+	for _, e := range events {
+		n += len(e)
+	}
+	block := make([]byte, 0, n)
+	out := make([][]byte, len(events))
+	for i, e := range events {
+		start := len(block)
+		block = append(block, e...)
+		out[i] = block[start:len(block):len(block)]
+	}
+	return out
 }

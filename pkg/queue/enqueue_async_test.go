@@ -146,3 +146,55 @@ func TestEnqueueAsync_CloseAnswersEveryCallHandedOver(t *testing.T) {
 		t.Fatalf("EnqueueAsync after Close = %v, want errs.ErrClosed", err)
 	}
 }
+
+// A caller may reuse its buffer as soon as EnqueueAsync returns (the client normalises every
+// call into one buffer it reuses): the stored events are the bytes as they were at the call,
+// also under when_full: block, where a call that did not fit is appended again later.
+func TestEnqueueAsync_CallerMayReuseItsBufferAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  queue.Config
+	}{
+		{"reject", queue.Config{}},
+		{"block, appended again once there is room", queue.Config{WhenFull: queue.Block, MaxBytes: 150}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, _ := testutil.MustOpenQueue(t, c.cfg)
+			const n = 3
+			a := newAnswers(n)
+			buf := make([]byte, 0, 64)
+			for i := range n {
+				buf = fmt.Appendf(buf[:0], `{"id":"%05d","pad":"%040d"}`, i, 0)
+				if err := q.EnqueueAsync(context.Background(), a.done(i), buf); err != nil {
+					t.Fatal(err)
+				}
+				copy(buf, `{"id":"XXXXX","overwritten":"by the caller"}`)
+			}
+			var evs [][]byte
+			for len(evs) < n {
+				b, err := q.Lease(1, 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b == nil { // the third call of "block" waits for the room the acks make
+					select {
+					case <-q.Notify():
+					case <-time.After(10 * time.Second):
+						t.Fatal("the call that waited for room was not appended")
+					}
+					continue
+				}
+				evs = append(evs, append([]byte(nil), b.Events[0]...))
+				if err := q.Ack(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a.wait(t)
+			for i, e := range evs {
+				if want := fmt.Sprintf(`{"id":"%05d","pad":"%040d"}`, i, 0); string(e) != want {
+					t.Fatalf("event %d is %s, want %s", i, e, want)
+				}
+			}
+		})
+	}
+}

@@ -189,7 +189,7 @@ func (q *Queue) LeaseAfter(prev *Batch, maxEvents, maxBytes int) (b *Batch, more
 
 // batchOf turns a store batch into a leased Batch, decoding its saved retry state.
 func (q *Queue) batchOf(sb *store.Batch) *Batch {
-	b := &Batch{Events: sb.Events, Bytes: sb.Bytes, keys: sb.Keys}
+	b := &Batch{Events: sb.Events, Bytes: sb.Bytes, keys: sb.Keys, read: sb}
 	if sb.Retry != nil {
 		st, err := decodeRetry(sb.Retry)
 		if err != nil {

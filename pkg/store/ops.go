@@ -16,7 +16,7 @@ import (
 func (s *Store) apply(b buckets, r *request, w *writerState) error {
 	switch r.kind {
 	case opAppend:
-		return s.applyAppend(b, r.events, *r.block, r.need, w)
+		return s.applyAppend(b, *r.block, r.count, r.need, w)
 	case opDelete:
 		if err := deleteEvents(b, r.keys, w, nil); err != nil {
 			return err
@@ -59,19 +59,21 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 
 // appendBlock builds, on the caller's goroutine (so the writer, which every
 // producer waits on, does not), one block holding every event's record, each
-// after a key slot that the writer fills in: the CRC and copy of each event are
-// off the writer's path. bbolt keeps referring to keys and values until the
+// after its record's length (4 bytes) and a key slot that the writer fills in:
+// the CRC and copy of each event are off the writer's path, and the request
+// needs nothing of the caller's slices once it is built. bbolt keeps referring to keys and values until the
 // transaction ends, which the block outlives: the writer hands it back to the
 // pool (putBlock) only after that, so appends reuse blocks instead of
 // allocating one per request.
 func appendBlock(events [][]byte) *[]byte {
 	n := 0
 	for _, e := range events {
-		n += len(ksuid.Nil) + recordHeader + len(e)
+		n += blockEntryHeader + recordHeader + len(e)
 	}
 	p := getBlock(n)
 	buf := *p
 	for _, e := range events {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(recordHeader+len(e)))
 		buf = append(buf, ksuid.Nil[:]...)
 		buf = appendRecord(buf, e)
 	}
@@ -79,30 +81,35 @@ func appendBlock(events [][]byte) *[]byte {
 	return p
 }
 
-// applyAppend stores events (need bytes in all; Append has already refused
-// events that could never fit, so eviction can always make room).
-func (s *Store) applyAppend(b buckets, events [][]byte, block []byte, need int64, w *writerState) error {
+// blockEntryHeader is what precedes each record in an append block: its length and its key.
+const blockEntryHeader = 4 + len(ksuid.Nil)
+
+// applyAppend stores the count events of block (need bytes in all; Append has already
+// refused events that could never fit, so eviction can always make room).
+func (s *Store) applyAppend(b buckets, block []byte, count int, need int64, w *writerState) error {
 	if err := s.admit(b, need, false, w); err != nil {
 		return err
 	}
 	now := s.opt.Now()
 	var first ksuid.KSUID
 	off := 0
-	for i, e := range events {
+	for i := range count {
 		k := w.nextKey(now)
 		if i == 0 {
 			first = k
 		}
+		size := int(binary.BigEndian.Uint32(block[off:]))
+		off += 4
 		key := block[off : off+len(k) : off+len(k)]
 		copy(key, k[:])
 		off += len(k)
-		end := off + recordHeader + len(e)
+		end := off + size
 		if err := b.events.Put(key, block[off:end:end]); err != nil {
 			return err
 		}
 		off = end
 		w.Events++
-		w.Bytes += int64(len(e))
+		w.Bytes += int64(size - recordHeader)
 		w.enqueued++
 	}
 	s.pendingRuns = append(s.pendingRuns, intakeRun{first: first, last: w.last, at: now})

@@ -17,6 +17,22 @@ type Batch struct {
 	Events [][]byte // payloads, parallel to Keys
 	Bytes  int      // sum of len(Events)
 	Retry  []byte   // saved retry state when this is the saved head batch, else nil
+
+	events *[]byte // the block Events are slices of (pooled, see Release)
+}
+
+// Release hands the block that holds the batch's Events back to the store, for the events of
+// a later read: a consumer that reads batch after batch then reuses a few blocks instead of
+// allocating (and faulting in) fresh memory for every batch. Call it at most once, when
+// nothing refers to Events any more; Keys are held apart and stay valid. Not calling it is
+// never wrong: the garbage collector reclaims the block.
+func (b *Batch) Release() {
+	if b == nil || b.events == nil {
+		return
+	}
+	p := b.events
+	b.events, b.Events = nil, nil
+	putBlock(p)
 }
 
 // Head returns up to maxEvents oldest events totalling at most maxBytes
@@ -155,10 +171,9 @@ type runLimit struct{ events, bytes int }
 // that is k itself it returns a nil batch and bad, a copy of k. more reports that an event
 // follows the batch. k == nil returns nothing.
 //
-// Keys and events are copied into one block allocated for them: a first walk over the run
-// (which reads only the lengths) finds how many events the batch takes and their size, so the
-// block and the slices are allocated once at their exact size, rather than one allocation per
-// event or blocks of a fixed size half wasted when a batch ends just past one.
+// Keys are copied into one allocation and events into one pooled block (see Batch.Release): a
+// first walk over the run (which reads only the lengths) finds how many events the batch takes
+// and their size, so each is taken once at its size, rather than one allocation per event.
 func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, bad []byte, more bool) {
 	maxEvents, maxBytes := lim.events, lim.bytes
 	if k == nil {
@@ -173,9 +188,12 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 		}
 	}
 	n, size := runSize(c, k, v, maxEvents, maxBytes)
-	k, v = c.Seek(k) // back to the first key (k is still valid: the transaction holds its page)
-	b = &Batch{Retry: retry, Keys: make([][]byte, 0, n), Events: make([][]byte, 0, n)}
-	arena := make([]byte, 0, size)
+	k, v = c.Seek(k)                  // back to the first key (k is still valid: the transaction holds its page)
+	keys := make([]byte, 0, n*len(k)) // every key is a KSUID: n of k's length
+	block := getBlock(size - cap(keys))
+	b = &Batch{Retry: retry, Keys: make([][]byte, 0, n), Events: make([][]byte, 0, n), events: block}
+	arena := *block
+	defer func() { *block = arena }()
 	for ; k != nil && len(b.Keys) < maxEvents; k, v = c.Next() {
 		p, err := decodeRecord(v)
 		if err != nil {
@@ -187,15 +205,12 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 		if len(b.Keys) > 0 && maxBytes >= 0 && b.Bytes+len(p) > maxBytes {
 			return b, nil, true
 		}
-		if cap(arena)-len(arena) < len(k)+len(p) {
-			// Only if the run changed between the walks, which the transaction rules out.
-			arena = make([]byte, 0, len(k)+len(p))
-		}
-		// Each key and event is a full slice expression into the arena, so that appending to
-		// one cannot overwrite the next.
-		n := len(arena)
-		arena = append(arena, k...)
-		b.Keys = append(b.Keys, arena[n:len(arena):len(arena)])
+		// Each key and event is a full slice expression into its block, so that appending to
+		// one cannot overwrite the next (nor, should the run have changed between the walks,
+		// which the transaction rules out, an append that outgrows a block move what is taken).
+		n := len(keys)
+		keys = append(keys, k...)
+		b.Keys = append(b.Keys, keys[n:len(keys):len(keys)])
 		n = len(arena)
 		arena = append(arena, p...)
 		b.Events = append(b.Events, arena[n:len(arena):len(arena)])

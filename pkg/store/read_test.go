@@ -58,3 +58,38 @@ func TestReadAfter_KeysAndEventsDoNotOverlap(t *testing.T) {
 		}
 	}
 }
+
+// A released batch's block serves the next read; its keys stay valid (they are held apart),
+// so the batch can still be deleted, and the next read's events are its own.
+func TestBatchRelease_KeysStayValidAndTheNextReadIsIntact(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), store.Options{NoSync: true})
+	fill(t, s, 40)
+	first, err := s.Head(context.Background(), 20, 1<<20)
+	if err != nil || first == nil || len(first.Events) != 20 {
+		t.Fatalf("Head: %v, %v", first, err)
+	}
+	keys := make([][]byte, len(first.Keys))
+	for i, k := range first.Keys {
+		keys[i] = bytes.Clone(k)
+	}
+	first.Release()
+	first.Release() // a second call does nothing
+	next, _, err := s.ReadAfter(first.Keys[19], 20, 1<<20)
+	if err != nil || next == nil || len(next.Events) != 20 {
+		t.Fatalf("ReadAfter a released batch: %v, %v", next, err)
+	}
+	for i := range 20 {
+		if !bytes.Equal(first.Keys[i], keys[i]) {
+			t.Fatalf("key %d changed after Release: %x, want %x", i, first.Keys[i], keys[i])
+		}
+		if !bytes.Equal(next.Events[i], payload(20+i)) {
+			t.Fatalf("event %d of the next read = %q, want %q", i, next.Events[i], payload(20+i))
+		}
+	}
+	if err := s.Delete(context.Background(), first.Keys); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _, _ := s.Pending(); ev != 20 {
+		t.Fatalf("%d events pending after deleting the released batch, want 20", ev)
+	}
+}

@@ -12,10 +12,11 @@ import (
 // garbage collector reclaiming) every event's bytes a second time. Blocks are pooled by size
 // class, powers of two from minBlockShift to maxBlockShift; a larger block is allocated and
 // dropped as before, so a rare huge append does not stay in memory. sync.Pool lets the
-// collector drop what stays unused.
+// collector drop what stays unused. The blocks that hold a leased batch's events come from
+// the same pools and go back through Batch.Release.
 const (
 	minBlockShift = 10 // 1 KiB: one ordinary event's record
-	maxBlockShift = 18 // 256 KiB: an agent's batch of a few hundred events
+	maxBlockShift = 19 // 512 KiB: an agent's request, a leased batch of batch.max_bytes (500000)
 )
 
 var blockPools [maxBlockShift - minBlockShift + 1]sync.Pool
@@ -49,7 +50,8 @@ func getBlock(n int) *[]byte {
 }
 
 // putBlock hands a block back for reuse. The caller must hold no other reference to it: the
-// writer calls it only once the block's transaction has committed or rolled back.
+// writer calls it only once the block's transaction has committed or rolled back, and
+// Batch.Release once the consumer is done with the batch's events.
 func putBlock(p *[]byte) {
 	c := blockClass(cap(*p))
 	if c < 0 || cap(*p) != 1<<(minBlockShift+c) {

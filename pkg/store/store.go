@@ -53,6 +53,7 @@ type Store struct {
 	w            writerState   // owned by the writer goroutine
 	group        []*request    // owned by the writer goroutine: the requests of the transaction being built
 	held         *request      // owned by the writer goroutine: a compaction request taken, run after the group
+	waitersBack  bool          // owned by the writer goroutine: the last group answered a caller that waits (not a callback)
 	pendingDrops []pendingDrop // owned by the writer goroutine
 	pendingRuns  []intakeRun   // owned by the writer goroutine: runs appended by this group
 	intake       intakeRing    // owned by the writer goroutine

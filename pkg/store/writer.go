@@ -29,19 +29,18 @@ const (
 // errs.ErrTooLarge, errs.ErrNotFound) are detected before the op writes anything, so
 // they fail only their own request; any other error aborts the whole group.
 type request struct {
-	ctx    context.Context
-	kind   opKind
-	events [][]byte // append: payloads
-	block  *[]byte  // append: per event a 20-byte key slot then its record (built by Append; pooled)
-	need   int64    // append: sum of len(events)
-	keys   [][]byte // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
-	info   []byte   // dead: info; retry: state
-	count  int      // retry: events in the batch
-	delta  counts   // fixCounts
-	n      int      // result: events (append, replay) or batches (purge) affected
-	err    error
-	done   chan error  // sync requests: receives err
-	cb     func(error) // async appends (AppendAsync): called with err on the writer goroutine
+	ctx   context.Context
+	kind  opKind
+	block *[]byte  // append: per event its record's length, a 20-byte key slot, its record (built by appendBlock; pooled)
+	need  int64    // append: sum of len(events)
+	keys  [][]byte // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
+	info  []byte   // dead: info; retry: state
+	count int      // append: events in block; retry: events in the batch
+	delta counts   // fixCounts
+	n     int      // result: events (append, replay) or batches (purge) affected
+	err   error
+	done  chan error  // sync requests: receives err
+	cb    func(error) // async appends (AppendAsync): called with err on the writer goroutine
 
 	answered bool // answer has run; writer goroutine only
 }
@@ -105,8 +104,13 @@ func (s *Store) run() {
 			s.group, s.held = s.group[:0], r
 		} else {
 			// Let producers that were just answered resubmit before the group is
-			// cut: a yield, not a timer, so a lone caller loses microseconds.
-			runtime.Gosched()
+			// cut: a yield, not a timer, so a lone caller loses microseconds. Only
+			// when the last group answered callers that wait: an AppendAsync producer
+			// did not wait, and a yield to it (busy, never blocking) can cost the
+			// writer a whole time slice.
+			if s.waitersBack {
+				runtime.Gosched()
+			}
 			s.take()
 		}
 		if len(s.group) > 0 {
@@ -203,11 +207,11 @@ func (s *Store) commitGroup() {
 			fail(fmt.Errorf("store: write: %w", r.err))
 			return
 		}
-		if r.kind != opAppend || w.Events < before+int64(len(r.events)) {
+		if r.kind != opAppend || w.Events < before+int64(r.count) {
 			headDirty = true // something was deleted (or evicted)
 		}
 		if r.kind == opAppend && r.err == nil {
-			added += len(r.events)
+			added += r.count
 		}
 		if r.kind == opReplay {
 			added += r.n
@@ -253,7 +257,9 @@ func (s *Store) commitGroup() {
 		// file small again; appends wait in the channel meanwhile.
 		s.maybeCompact()
 	}
+	s.waitersBack = false
 	for _, r := range s.group {
+		s.waitersBack = s.waitersBack || r.cb == nil
 		r.answer()
 	}
 	if added > 0 {
@@ -269,6 +275,8 @@ func (s *Store) commitGroup() {
 // not fit now (queue.when_full: reject), errs.ErrTooLarge (wrapped; nothing is
 // evicted) when they could never fit. When ctx ends before the commit
 // it returns ctx.Err(), and the events may or may not have been stored.
+// The events' bytes are copied before the request reaches the writer (the
+// request keeps only their lengths), so the caller may reuse them at once.
 func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
@@ -286,7 +294,8 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 // kept them out (errs.ErrQueueFull under reject, errs.ErrClosed when the store closes
 // first, a write error). cb must return quickly and must not call the store.
 // Pending appends go into the same transactions as every other request, so
-// a single producer fills commits of many events.
+// a single producer fills commits of many events. Like Append, it copies the
+// events' bytes into the request before it returns.
 //
 // AppendAsync returns an error, and cb is not called, when the events alone
 // total more than MaxBytes (errs.ErrTooLarge, wrapped), when the store is closed
@@ -343,7 +352,7 @@ func (s *Store) appendRequest(r *request, events [][]byte) error {
 			return err
 		}
 	}
-	*r = request{kind: opAppend, events: events, block: appendBlock(events), need: need}
+	*r = request{kind: opAppend, count: len(events), block: appendBlock(events), need: need}
 	return nil
 }
 

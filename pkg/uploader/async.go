@@ -68,16 +68,17 @@ type asyncCall struct {
 // call that does not fit waits for room in the queue (holding its pending bytes, so that
 // EnqueueAsync eventually waits too) and is then queued after events enqueued meanwhile.
 func (c *Client) EnqueueAsync(ctx context.Context, done func(error), events ...any) error {
-	norm, err := c.normalize(events)
+	call, err := c.normalize(events)
 	if err != nil {
 		return err
 	}
-	return c.EnqueueNormalizedAsync(ctx, done, norm...)
+	defer call.release() // the store has copied the bytes before the hand-off returns
+	return c.EnqueueNormalizedAsync(ctx, done, call.events...)
 }
 
 // EnqueueNormalizedAsync is EnqueueAsync for events that are already normalised (by
-// event.Normalize or event.ParseBatch); it does not validate them again. It may hold the
-// events' bytes until done is called: do not reuse their buffer before.
+// event.Normalize or event.ParseBatch); it does not validate them again. It copies the
+// events' bytes before it returns, so the caller may reuse their buffer at once.
 func (c *Client) EnqueueNormalizedAsync(ctx context.Context, done func(error), events ...[]byte) error {
 	call := asyncCall{done: done, events: int64(len(events))}
 	for _, e := range events {

@@ -2,7 +2,6 @@ package uploader
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -122,56 +121,13 @@ func queueConfig(cfg Config, o options) queue.Config {
 // with block, and evicts the oldest events (counted in Stats().Queue.Dropped) with drop_oldest.
 // Events that alone exceed queue.max_bytes get errs.ErrTooLarge under every policy.
 func (c *Client) Enqueue(ctx context.Context, events ...any) error {
-	norm, err := c.normalize(events)
+	call, err := c.normalize(events)
 	if err != nil {
 		return err
 	}
-	return c.EnqueueNormalized(ctx, norm...)
+	defer call.release() // the queue holds nothing of the bytes once it has returned
+	return c.EnqueueNormalized(ctx, call.events...)
 }
-
-// normalize validates and normalises Enqueue's arguments; the first bad one is an
-// *event.Error with its index.
-func (c *Client) normalize(events []any) ([][]byte, error) {
-	norm := make([][]byte, len(events))
-	var scratch *[]byte // event.AppendJSON's output, for the events that are Go values
-	defer func() {
-		if scratch != nil {
-			encodePool.Put(scratch)
-		}
-	}()
-	for i, ev := range events {
-		var raw []byte
-		switch v := ev.(type) {
-		case []byte:
-			raw = v
-		case json.RawMessage:
-			raw = v
-		case string:
-			raw = []byte(v)
-		case nil:
-			return nil, &event.Error{Index: i, Reason: "event is nil"}
-		default:
-			if scratch == nil {
-				scratch = encodePool.Get().(*[]byte)
-			}
-			b, err := event.AppendJSON((*scratch)[:0], v)
-			if err != nil {
-				return nil, &event.Error{Index: i, Reason: "encode event: " + err.Error()}
-			}
-			*scratch, raw = b, b
-		}
-		n, err := event.Normalize(raw, "", c.evOpts)
-		if err != nil {
-			return nil, withIndex(err, i)
-		}
-		norm[i] = n
-	}
-	return norm, nil
-}
-
-// encodePool holds the buffers Go-value events are encoded into before Normalize copies
-// them into the bytes that are stored.
-var encodePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // EnqueueNormalized stores events that are already normalised (by event.Normalize or
 // event.ParseBatch, as the agent does); it does not validate them again. Once it returns nil

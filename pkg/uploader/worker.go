@@ -134,6 +134,10 @@ func (w *worker) drain(p prepared, bud *budget.Budget) bool {
 			return kind == nextRestart
 		}
 		n := next.wait()
+		// Every part of p's batch has been sent and has left the queue (or its ack is
+		// committing, which needs only its keys), and the lease after it is done: nothing
+		// reads its events any more (a destination holds none past Send).
+		p.b.Release()
 		if n.err != nil {
 			w.log.Warn("lease the next batch; going back to the head", "error", n.err)
 		}
