@@ -125,7 +125,7 @@ func Normalize(raw []byte, typ string, opt Options) ([]byte, error) {
 func AppendNormalized(dst, raw []byte, typ string, opt Options) ([]byte, error) {
 	var in intake
 	if err := in.init(typ, &opt); err != nil {
-		return nil, err
+		return dst, err
 	}
 	start := skipSpace(raw, 0)
 	p, bad := in.parse(raw[start:])
@@ -136,7 +136,7 @@ func AppendNormalized(dst, raw []byte, typ string, opt Options) ([]byte, error) 
 	}
 	if bad != nil {
 		bad.Index = 0
-		return nil, bad
+		return dst, bad
 	}
 	if dst == nil {
 		dst = make([]byte, 0, p.end+in.extra())
