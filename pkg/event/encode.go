@@ -45,10 +45,26 @@ var errTooDeep = errors.New("nested deeper than 512 levels (does a map or slice 
 
 // valueEncoder holds the scratch of one AppendJSON call: the member slices map sorting uses,
 // one per nesting level in use, so a nested map does not overwrite its parent's keys. The
-// slices are cleared after use, so a pooled encoder holds no app's strings.
+// slices are cleared after use, so a pooled encoder holds no app's values; it keeps only the
+// sorted keys of the maps it wrote last (orders).
 type valueEncoder struct {
 	members [][]mapEntry
+	orders  [maxOrders][]string // sorted key sets of recent maps, most recent at last
+	next    int                 // the slot of orders the next new key set takes
 }
+
+// Events are built from a few shapes (a track event's top level, its properties, its
+// context), so the maps an app hands over keep having the same keys. Iterating a map and
+// sorting its keys costs more than looking its keys up in an order already known, so the
+// encoder remembers the sorted key sets of the last maxOrders maps it wrote: a map of the
+// same length that holds every key of one of them has exactly that key set, and is written
+// in that order without a sort. A map of other keys costs a lookup or two per remembered set
+// of its length before it is sorted as before. Maps of more than maxOrderKeys keys (an app's
+// lookup table, say) are not remembered.
+const (
+	maxOrders    = 16
+	maxOrderKeys = 64
+)
 
 func (e *valueEncoder) value(b []byte, v any, depth int) ([]byte, error) {
 	if depth > maxEncodeDepth {
@@ -153,11 +169,7 @@ func (e *valueEncoder) object(b []byte, m map[string]any, depth int) ([]byte, er
 	for len(e.members) <= depth {
 		e.members = append(e.members, nil)
 	}
-	ms := e.members[depth][:0]
-	for k, v := range m {
-		ms = append(ms, mapEntry{k, v})
-	}
-	slices.SortFunc(ms, func(x, y mapEntry) int { return strings.Compare(x.key, y.key) })
+	ms := e.sortedMembers(m, e.members[depth][:0])
 	e.members[depth] = ms
 	defer clear(ms)
 	b = append(b, '{')
@@ -173,6 +185,47 @@ func (e *valueEncoder) object(b []byte, m map[string]any, depth int) ([]byte, er
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// sortedMembers appends m's entries to ms in key order, from a remembered order when m has
+// one of the key sets of orders, else by sorting (and then remembers m's key set).
+func (e *valueEncoder) sortedMembers(m map[string]any, ms []mapEntry) []mapEntry {
+	n := len(m)
+	for _, keys := range e.orders {
+		if len(keys) != n || n == 0 {
+			continue
+		}
+		hit := true
+		for _, k := range keys {
+			v, ok := m[k]
+			if !ok {
+				hit = false
+				break
+			}
+			ms = append(ms, mapEntry{k, v})
+		}
+		if hit {
+			return ms
+		}
+		clear(ms)
+		ms = ms[:0]
+	}
+	for k, v := range m {
+		ms = append(ms, mapEntry{k, v})
+	}
+	slices.SortFunc(ms, func(x, y mapEntry) int { return strings.Compare(x.key, y.key) })
+	if n > 0 && n <= maxOrderKeys {
+		keys := e.orders[e.next][:0]
+		if cap(keys) < n {
+			keys = make([]string, 0, n)
+		}
+		for _, me := range ms {
+			keys = append(keys, me.key)
+		}
+		e.orders[e.next] = keys
+		e.next = (e.next + 1) % maxOrders
+	}
+	return ms
 }
 
 func (e *valueEncoder) stringObject(b []byte, m map[string]string, depth int) ([]byte, error) {

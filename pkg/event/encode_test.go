@@ -3,6 +3,7 @@ package event_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -205,4 +206,39 @@ func BenchmarkAppendJSON(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Maps written one after the other share the encoder's remembered key orders: a map with the
+// same keys as one before, with other keys of the same count, with one key swapped for
+// another, empty, or too large to remember, each comes out as encoding/json writes it.
+func TestAppendJSON_RemembersKeyOrdersWithoutMixingKeySets(t *testing.T) {
+	big := map[string]any{}
+	for i := range 100 {
+		big[fmt.Sprintf("k%03d", 99-i)] = i
+	}
+	seq := []map[string]any{
+		{"b": 1, "a": 2, "c": 3},
+		{"c": "x", "b": "y", "a": "z"},   // the same keys: the remembered order
+		{"d": 1, "a": 2, "c": 3},         // as many keys, one other
+		{"a": 1, "b": 2},                 // fewer keys, all among a remembered set
+		{"a": 1, "b": 2, "c": 3, "d": 4}, // more keys, a remembered set among them
+		{},                               // empty
+		big,                              // too many keys to remember
+		{"b": map[string]any{"b": 1, "a": 2}, "a": map[string]any{"a": 1, "b": 2}}, // nested, same shape
+	}
+	for round := range 3 { // later rounds find every order remembered
+		for i, m := range seq {
+			want, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := event.AppendJSON(nil, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("round %d, map %d: AppendJSON = %s, want %s", round, i, got, want)
+			}
+		}
+	}
 }
