@@ -95,10 +95,21 @@
 //
 // # Reads
 //
-// Head and ReadAfter verify every record's CRC and copy keys and events into
-// one block of the batch's exact size (a first walk over the run reads only
-// the lengths), not one allocation per event; a batch holds no reference into
-// bbolt's memory map.
+// Head and ReadAfter verify every record's CRC and copy the keys into one
+// allocation and the events into one block from the pools appends use (a first
+// walk over the run reads only the lengths), not one allocation per event; a
+// batch holds no reference into bbolt's memory map. A consumer that is done
+// with a batch's events hands their block back with Batch.Release, so a drain
+// reuses a few blocks instead of faulting in fresh memory for every batch; the
+// keys stay valid for the ack.
+//
+// # Appends copy
+//
+// Append and AppendAsync copy each event (with its CRC) into their request's
+// block before the request reaches the writer, which keeps no reference to the
+// caller's slices: a caller may reuse its buffer as soon as the call returns.
+// The client normalises every Enqueue call into one buffer it reuses for that
+// reason.
 //
 // # Checks, corruption, recovery
 //
