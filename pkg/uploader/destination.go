@@ -35,7 +35,8 @@ type Destination interface {
 // Batch is one batch as a destination sees it.
 type Batch struct {
 	// Events are the stored event JSON objects, oldest first, to be sent as they are (spliced,
-	// never re-encoded). They are read-only and valid until Send returns.
+	// never re-encoded). They are read-only and valid until Send returns: the worker reuses
+	// their memory for later batches, so a destination that needs them longer copies them.
 	Events [][]byte
 	// Retry is how many attempts of this batch came before this one (0 on its first), the
 	// HTTP destination's X-Retry-Count.
