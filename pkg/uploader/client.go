@@ -130,9 +130,9 @@ func (c *Client) Enqueue(ctx context.Context, events ...any) error {
 }
 
 // EnqueueNormalized stores events that are already normalised (by event.Normalize or
-// event.ParseBatch, as the agent does); it does not validate them again. Once it returns nil
-// it holds nothing of the events' bytes, so the caller may reuse their buffer (the agent
-// reuses its request bodies this way); after an error it may still hold them.
+// event.ParseBatch, as the agent does); it does not validate them again. Once it returns it
+// holds nothing of the events' bytes (the store copies them before the call returns), so the
+// caller may reuse their buffer (the agent reuses its request bodies this way).
 func (c *Client) EnqueueNormalized(ctx context.Context, events ...[]byte) error {
 	if len(events) == 0 {
 		return nil
