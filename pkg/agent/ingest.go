@@ -51,9 +51,12 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte
 		return
 	}
 
+	// The events are the body's bytes (ParseBatch does not copy them), and the store has
+	// copied them once EnqueueNormalized returns, committed or not: the buffer is free again
+	// when the handler is done.
+	defer body.release()
 	events, err := parse(body.Bytes())
 	if err != nil {
-		body.release()
 		var ee *event.Error
 		if errors.As(err, &ee) && ee.Index >= 0 {
 			writeIndexError(w, ee.Error(), ee.Index)
@@ -63,20 +66,13 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte
 		return
 	}
 	if len(events) == 0 {
-		body.release()
 		writeSuccess(w)
 		return
 	}
-
-	// The events are the body's bytes (ParseBatch does not copy them). After a failed
-	// enqueue the store may still read them (a cancelled request's events may yet be
-	// committed), so the buffer is left to the garbage collector; after a commit nothing
-	// refers to it any more.
 	if err := a.client.EnqueueNormalized(r.Context(), events...); err != nil {
 		a.enqueueFailed(w, r, err)
 		return
 	}
-	body.release()
 	a.health.ok()
 	a.full.clear()
 	writeSuccess(w)

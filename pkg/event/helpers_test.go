@@ -1,6 +1,7 @@
 package event_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -45,4 +46,14 @@ func asError(t testing.TB, err error) *event.Error {
 		t.Fatalf("error %v does not match ErrInvalid", err)
 	}
 	return e
+}
+
+// sameButMessageID reports whether two events hold the same fields, messageId aside (a
+// normalised event without one gets a new KSUID each time).
+func sameButMessageID(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	m, n := fields(t, a), fields(t, b)
+	delete(m, "messageId")
+	delete(n, "messageId")
+	return bytes.Equal(mustJSON(t, m), mustJSON(t, n))
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,7 +52,6 @@ type Store struct {
 	w            writerState   // owned by the writer goroutine
 	group        []*request    // owned by the writer goroutine: the requests of the transaction being built
 	held         *request      // owned by the writer goroutine: a compaction request taken, run after the group
-	waitersBack  bool          // owned by the writer goroutine: the last group answered a caller that waits (not a callback)
 	pendingDrops []pendingDrop // owned by the writer goroutine
 	pendingRuns  []intakeRun   // owned by the writer goroutine: runs appended by this group
 	intake       intakeRing    // owned by the writer goroutine
@@ -357,36 +355,4 @@ func (s *Store) Oldest() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return s.pub.headTime, true
-}
-
-// submit hands r to the writer and waits for its answer or ctx.
-func (s *Store) submit(ctx context.Context, r *request) error {
-	if e := s.failed.Load(); e != nil {
-		return e
-	}
-	r.ctx = ctx
-	r.done = make(chan error, 1)
-	select {
-	case s.reqs <- r:
-	case <-s.quit:
-		return errs.ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-r.done:
-		return err
-	case <-s.stopped:
-		select {
-		case err := <-r.done:
-			return err
-		default:
-			if e := s.failed.Load(); e != nil {
-				return e
-			}
-			return errs.ErrClosed
-		}
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/errs"
@@ -85,6 +86,7 @@ const (
 func (s *Store) run() {
 	defer close(s.stopped)
 	s.group = make([]*request, 0, 1024)
+	yield := false // the last group answered callers that wait for their commit
 	for {
 		select {
 		case r := <-s.reqs:
@@ -108,7 +110,7 @@ func (s *Store) run() {
 			// when the last group answered callers that wait: an AppendAsync producer
 			// did not wait, and a yield to it (busy, never blocking) can cost the
 			// writer a whole time slice.
-			if s.waitersBack {
+			if yield {
 				runtime.Gosched()
 			}
 			s.take()
@@ -116,6 +118,7 @@ func (s *Store) run() {
 		if len(s.group) > 0 {
 			s.commitGroup()
 		}
+		yield = slices.ContainsFunc(s.group, func(r *request) bool { return r.cb == nil })
 		s.recycle()
 		if r := s.held; r != nil {
 			s.held = nil
@@ -257,9 +260,7 @@ func (s *Store) commitGroup() {
 		// file small again; appends wait in the channel meanwhile.
 		s.maybeCompact()
 	}
-	s.waitersBack = false
 	for _, r := range s.group {
-		s.waitersBack = s.waitersBack || r.cb == nil
 		r.answer()
 	}
 	if added > 0 {
@@ -268,130 +269,6 @@ func (s *Store) commitGroup() {
 		default:
 		}
 	}
-}
-
-// Append stores events at the tail, durable (fsynced unless NoSync) when it
-// returns nil. It returns the Policy's refusal: errs.ErrQueueFull when they do
-// not fit now (queue.when_full: reject), errs.ErrTooLarge (wrapped; nothing is
-// evicted) when they could never fit. When ctx ends before the commit
-// it returns ctx.Err(), and the events may or may not have been stored.
-// The events' bytes are copied before the request reaches the writer (the
-// request keeps only their lengths), so the caller may reuse them at once.
-func (s *Store) Append(ctx context.Context, events [][]byte) error {
-	if len(events) == 0 {
-		return nil
-	}
-	r := &request{}
-	if err := s.appendRequest(r, events); err != nil {
-		return err
-	}
-	return s.submit(ctx, r)
-}
-
-// AppendAsync hands events to the writer and returns without waiting for the
-// commit: cb is then called exactly once, on the writer goroutine, with nil
-// once they are committed (fsynced unless NoSync), or with the error that
-// kept them out (errs.ErrQueueFull under reject, errs.ErrClosed when the store closes
-// first, a write error). cb must return quickly and must not call the store.
-// Pending appends go into the same transactions as every other request, so
-// a single producer fills commits of many events. Like Append, it copies the
-// events' bytes into the request before it returns.
-//
-// AppendAsync returns an error, and cb is not called, when the events alone
-// total more than MaxBytes (errs.ErrTooLarge, wrapped), when the store is closed
-// (errs.ErrClosed) or failed, and when ctx ends while it waits for the writer to
-// take the request (the writer's queue holds at most a few thousand
-// requests: past that the caller waits, it is never buffered without bound).
-// ctx bounds only that hand-off: once accepted, the events are committed
-// whatever becomes of ctx.
-func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)) error {
-	if len(events) == 0 {
-		cb(nil)
-		return nil
-	}
-	r := asyncRequests.Get().(*request)
-	if err := s.appendRequest(r, events); err != nil {
-		return err
-	}
-	if e := s.failed.Load(); e != nil {
-		return e
-	}
-	r.ctx, r.cb = context.Background(), cb
-	// Under the read lock, a request is either in the channel before Close closes quit (the
-	// writer then answers it, with errs.ErrClosed at the latest) or refused here.
-	s.sendMu.RLock()
-	defer s.sendMu.RUnlock()
-	select {
-	case <-s.quit:
-		return errs.ErrClosed
-	default:
-	}
-	select {
-	case s.reqs <- r:
-		return nil
-	case <-s.quit:
-		return errs.ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Closing returns a channel closed when Close begins: requests made after it fail with
-// errs.ErrClosed.
-func (s *Store) Closing() <-chan struct{} { return s.quit }
-
-// appendRequest checks the size of an append and fills r, an empty request, with it.
-func (s *Store) appendRequest(r *request, events [][]byte) error {
-	var need int64
-	for _, e := range events {
-		need += int64(len(e))
-	}
-	if s.opt.Policy != nil {
-		// Checked before the writer: eviction could never make room, so nothing is evicted.
-		if err := s.opt.Policy.Fits(need); err != nil {
-			return err
-		}
-	}
-	*r = request{kind: opAppend, count: len(events), block: appendBlock(events), need: need}
-	return nil
-}
-
-// Delete removes the events with these keys (and the head retry state when
-// it belongs to keys[0]) in one transaction. Missing keys are ignored.
-func (s *Store) Delete(ctx context.Context, keys [][]byte) error {
-	return s.submit(ctx, &request{kind: opDelete, keys: keys})
-}
-
-// MoveDead moves the events with these keys into one dead batch carrying
-// info, in one transaction.
-func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info []byte) error {
-	return s.submit(ctx, &request{kind: opDead, keys: keys, info: info})
-}
-
-// SaveRetry stores the retry state of the head batch (first key headKey,
-// count events). It is ignored when headKey is no longer stored.
-func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, state []byte) error {
-	return s.submit(ctx, &request{kind: opRetry, keys: [][]byte{headKey}, count: count, info: state})
-}
-
-// Replay moves dead batches (all when ids is empty) back to the tail of the
-// queue with new keys, oldest first, and returns how many events moved.
-func (s *Store) Replay(ctx context.Context, ids [][]byte) (int, error) {
-	r := &request{kind: opReplay, keys: ids}
-	err := s.submit(ctx, r)
-	return r.n, err
-}
-
-// Purge deletes dead batches (all when ids is empty) and returns how many.
-func (s *Store) Purge(ctx context.Context, ids [][]byte) (int, error) {
-	r := &request{kind: opPurge, keys: ids}
-	err := s.submit(ctx, r)
-	return r.n, err
-}
-
-// Compact rewrites the file with only its live data, online.
-func (s *Store) Compact(ctx context.Context) error {
-	return s.submit(ctx, &request{kind: opCompact})
 }
 
 // buckets are the handles of one write transaction.
