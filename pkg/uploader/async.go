@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/outboxhq/outbox/pkg/errs"
 )
@@ -17,9 +16,10 @@ import (
 // A call holds its bytes from the moment it is accepted until just before its done is called
 // (so a done may enqueue again without waiting for itself), and counts as owed until its done
 // has returned: Flush and Close wait for that.
+//
+// Its fields are guarded by the Client's mu, which also guards the Client's closed flag: a
+// call checks that Close has not begun and reserves in one critical section.
 type asyncState struct {
-	mu      sync.Mutex
-	closed  bool          // Close has begun: EnqueueAsync returns errs.ErrClosed
 	events  int64         // pending events (accepted, done not yet called)
 	bytes   int64         // their normalised bytes
 	calls   int64         // accepted calls whose done has not returned
@@ -114,10 +114,10 @@ func (c *Client) EnqueueNormalizedAsync(ctx context.Context, done func(error), e
 // is pending, so it cannot wait forever.
 func (c *Client) reserve(ctx context.Context, call *asyncCall) error {
 	a := &c.async
-	a.mu.Lock()
+	c.mu.Lock()
 	for {
-		if a.closed {
-			a.mu.Unlock()
+		if c.closed {
+			c.mu.Unlock()
 			return errs.ErrClosed
 		}
 		if a.bytes == 0 || a.bytes+call.bytes <= c.cfg.Queue.MaxPendingBytes {
@@ -128,16 +128,16 @@ func (c *Client) reserve(ctx context.Context, call *asyncCall) error {
 		}
 		room := a.room
 		a.waiters++
-		a.mu.Unlock()
+		c.mu.Unlock()
 		select {
 		case <-room:
 		case <-ctx.Done():
-			a.mu.Lock()
+			c.mu.Lock()
 			a.waiters--
-			a.mu.Unlock()
+			c.mu.Unlock()
 			return ctx.Err()
 		}
-		a.mu.Lock()
+		c.mu.Lock()
 		a.waiters--
 	}
 	a.events += call.events
@@ -151,18 +151,18 @@ func (c *Client) reserve(ctx context.Context, call *asyncCall) error {
 		a.wake = make(chan struct{}, 1)
 		go c.dispatch()
 	}
-	a.mu.Unlock()
+	c.mu.Unlock()
 	return nil
 }
 
 // unreserve takes back a reservation whose events never reached the queue.
 func (c *Client) unreserve(call *asyncCall) {
 	a := &c.async
-	a.mu.Lock()
+	c.mu.Lock()
 	a.release(call)
 	a.calls--
 	a.settleIdle()
-	a.mu.Unlock()
+	c.mu.Unlock()
 }
 
 // answered hands a call's outcome to the dispatcher. It runs on the store's writer goroutine
@@ -176,10 +176,10 @@ func (c *Client) answered(call asyncCall, err error) {
 	default:
 		call.err = fmt.Errorf("uploader: enqueue: %w", err)
 	}
-	a.mu.Lock()
+	c.mu.Lock()
 	a.ready = append(a.ready, call)
 	wake := a.wake
-	a.mu.Unlock()
+	c.mu.Unlock()
 	select {
 	case wake <- struct{}{}:
 	default:
@@ -192,7 +192,7 @@ func (c *Client) answered(call asyncCall, err error) {
 func (c *Client) dispatch() {
 	a := &c.async
 	for {
-		a.mu.Lock()
+		c.mu.Lock()
 		batch := a.ready
 		if len(batch) > 0 {
 			a.ready, a.spare = a.spare[:0], nil
@@ -201,8 +201,8 @@ func (c *Client) dispatch() {
 			a.release(&batch[i]) // before done: a done may enqueue again
 		}
 		wake := a.wake
-		quit := len(batch) == 0 && a.closed && a.calls == 0
-		a.mu.Unlock()
+		quit := len(batch) == 0 && c.closed && a.calls == 0
+		c.mu.Unlock()
 		if quit {
 			return
 		}
@@ -225,16 +225,16 @@ func (c *Client) dispatch() {
 				c.hooks.OnEnqueued(int(stored))
 			}
 		}
-		a.mu.Lock()
+		c.mu.Lock()
 		a.calls -= int64(len(batch))
 		a.settleIdle()
 		clear(batch)
 		a.spare = batch[:0]
-		a.mu.Unlock()
+		c.mu.Unlock()
 	}
 }
 
-// release returns call's pending bytes and wakes the calls waiting for room; a.mu is held.
+// release returns call's pending bytes and wakes the calls waiting for room; c.mu is held.
 func (a *asyncState) release(call *asyncCall) {
 	a.events -= call.events
 	a.bytes -= call.bytes
@@ -244,7 +244,7 @@ func (a *asyncState) release(call *asyncCall) {
 	}
 }
 
-// settleIdle wakes the waiters of waitAsync when nothing is owed; a.mu is held.
+// settleIdle wakes the waiters of waitAsync when nothing is owed; c.mu is held.
 func (a *asyncState) settleIdle() {
 	if a.calls == 0 && a.idle != nil {
 		close(a.idle)
@@ -252,27 +252,23 @@ func (a *asyncState) settleIdle() {
 	}
 }
 
-// closeAsync refuses new EnqueueAsync calls and wakes those waiting for room (they return
-// errs.ErrClosed).
-func (c *Client) closeAsync() {
-	a := &c.async
-	a.mu.Lock()
-	a.closed = true
+// wakeRoomWaiters wakes the EnqueueAsync calls waiting for room, once Close has begun (they
+// return errs.ErrClosed); c.mu is held.
+func (a *asyncState) wakeRoomWaiters() {
 	if a.room != nil {
 		close(a.room)
 		a.room = nil
 	}
-	a.mu.Unlock()
 }
 
 // waitAsync waits until every accepted EnqueueAsync call's done has returned, or ctx ends.
 func (c *Client) waitAsync(ctx context.Context) error {
 	a := &c.async
 	for {
-		a.mu.Lock()
+		c.mu.Lock()
 		idle := a.idle
 		owed := a.calls
-		a.mu.Unlock()
+		c.mu.Unlock()
 		if owed == 0 {
 			return nil
 		}
@@ -289,9 +285,9 @@ func (c *Client) waitAsync(ctx context.Context) error {
 func (c *Client) stopAsync() {
 	_ = c.waitAsync(context.Background())
 	a := &c.async
-	a.mu.Lock()
+	c.mu.Lock()
 	wake := a.wake
-	a.mu.Unlock()
+	c.mu.Unlock()
 	if wake != nil {
 		select {
 		case wake <- struct{}{}:
@@ -303,7 +299,7 @@ func (c *Client) stopAsync() {
 // pending returns the events and bytes accepted by EnqueueAsync whose done has not been called.
 func (c *Client) pending() (events, bytes int64) {
 	a := &c.async
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return a.events, a.bytes
 }

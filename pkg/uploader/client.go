@@ -28,10 +28,9 @@ type Client struct {
 	evOpts event.Options
 	intake sync.WaitGroup
 
-	async asyncState // EnqueueAsync's pending calls (async.go)
-
-	mu     sync.Mutex // guards closed
-	closed bool
+	mu     sync.Mutex // guards closed and async
+	closed bool       // Close has begun: Enqueue, EnqueueAsync and Flush return errs.ErrClosed
+	async  asyncState // EnqueueAsync's pending calls (async.go)
 }
 
 // Open validates cfg (after filling zero values with defaults), opens the queue in
@@ -221,8 +220,8 @@ func (c *Client) Close(ctx context.Context) error {
 		return errs.ErrClosed
 	}
 	c.closed = true
+	c.async.wakeRoomWaiters()
 	c.mu.Unlock()
-	c.closeAsync()
 	_ = c.waitAsync(ctx) // pending EnqueueAsync events are committed before the last upload pass
 	c.w.stopWith(ctx)
 	intakeDone := make(chan struct{})
