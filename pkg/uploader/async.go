@@ -238,9 +238,8 @@ func (c *Client) dispatch() {
 func (a *asyncState) release(call *asyncCall) {
 	a.events -= call.events
 	a.bytes -= call.bytes
-	if a.waiters > 0 && a.room != nil {
-		close(a.room)
-		a.room = nil
+	if a.waiters > 0 {
+		a.wakeRoomWaiters()
 	}
 }
 
@@ -252,8 +251,8 @@ func (a *asyncState) settleIdle() {
 	}
 }
 
-// wakeRoomWaiters wakes the EnqueueAsync calls waiting for room, once Close has begun (they
-// return errs.ErrClosed); c.mu is held.
+// wakeRoomWaiters wakes the EnqueueAsync calls waiting for room, to look again: at the pending
+// bytes after a release, or at the closed flag once Close has begun; c.mu is held.
 func (a *asyncState) wakeRoomWaiters() {
 	if a.room != nil {
 		close(a.room)

@@ -39,8 +39,13 @@ func (call *normalizedCall) release() {
 // first bad one is an *event.Error with its index. Each event is a map[string]any (or any value
 // encoding/json turns into an object), a []byte, a string or a json.RawMessage of one JSON
 // object; a Go value is serialised by event.AppendJSON first.
-func (c *Client) normalize(events []any) (*normalizedCall, error) {
+func (c *Client) normalize(events []any) (_ *normalizedCall, err error) {
 	call := callPool.Get().(*normalizedCall)
+	defer func() {
+		if err != nil {
+			call.release()
+		}
+	}()
 	for i, ev := range events {
 		var raw []byte
 		switch v := ev.(type) {
@@ -51,19 +56,16 @@ func (c *Client) normalize(events []any) (*normalizedCall, error) {
 		case string:
 			raw = []byte(v)
 		case nil:
-			call.release()
 			return nil, &event.Error{Index: i, Reason: "event is nil"}
 		default:
 			b, err := event.AppendJSON(call.scratch[:0], v)
 			if err != nil {
-				call.release()
 				return nil, &event.Error{Index: i, Reason: "encode event: " + err.Error()}
 			}
 			call.scratch, raw = b, b
 		}
 		out, err := event.AppendNormalized(call.out, raw, "", c.evOpts)
 		if err != nil {
-			call.release()
 			return nil, withIndex(err, i)
 		}
 		call.out = out
