@@ -31,8 +31,11 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 		if b.events.Get(r.keys[0]) == nil {
 			return nil
 		}
+		if err := clearLegacyRetry(b, r.keys[0]); err != nil {
+			return err
+		}
 		v := append(append([]byte(nil), r.keys[0]...), binary.BigEndian.AppendUint32(nil, uint32(r.count))...)
-		return b.meta.Put(metaRetry, encodeRecord(append(v, r.info...)))
+		return b.meta.Put(retryKey(r.keys[0]), encodeRecord(append(v, r.info...)))
 	case opReplay:
 		return s.applyReplay(b, r, w)
 	case opPurge:
@@ -128,12 +131,37 @@ func (w *writerState) nextKey(now time.Time) ksuid.KSUID {
 	return w.last
 }
 
+// clearRetry deletes the retry state saved for the batch whose first key is headKey, in either
+// form (see retryKey).
 func clearRetry(b buckets, headKey []byte) error {
+	if err := clearLegacyRetry(b, headKey); err != nil {
+		return err
+	}
+	if b.meta.Get(retryKey(headKey)) == nil {
+		return nil
+	}
+	return b.meta.Delete(retryKey(headKey))
+}
+
+// clearLegacyRetry deletes the single head retry state of files written before several
+// batches could be in flight, when it belongs to headKey.
+func clearLegacyRetry(b buckets, headKey []byte) error {
 	if v := b.meta.Get(metaRetry); v != nil && len(v) >= recordHeader+20 && bytes.Equal(v[recordHeader:recordHeader+20], headKey) {
 		return b.meta.Delete(metaRetry)
 	}
 	return nil
 }
+
+// retryKey is the meta key of the retry state of the batch whose first event key is headKey:
+// one per batch in flight, so that each keeps its own across a restart. The prefix sorts
+// before every other meta key ("counts", "format", "retry"), and a cursor seek finds the next
+// saved batch at or after a key.
+func retryKey(headKey []byte) []byte {
+	return append(append(make([]byte, 0, len(retryPrefix)+len(headKey)), retryPrefix...), headKey...)
+}
+
+// retryPrefix starts every per-batch retry key in meta.
+const retryPrefix = "r/"
 
 func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState) error {
 	events := make([][]byte, 0, len(keys))

@@ -88,6 +88,11 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		ackFault:   o.ackFault,
 	}
 	c.w.prep, _ = dest.(preparer)
+	if cfg.Upload.fixedConcurrency() != 1 {
+		if bound := destinationBound(dest); bound != 1 {
+			c.w.gate = newGate(cfg.Upload, bound, o.clock)
+		}
+	}
 	c.w.start()
 	return c, nil
 }
