@@ -184,7 +184,7 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 		maxEvents, maxBytes = saved, -1
 	}
 	n, size := runSize(c, k, v, maxEvents, maxBytes, stopAt)
-	maxEvents = n // the walk below stops where runSize did, before the next saved batch too
+	maxEvents = n                     // the walk below stops where runSize did, before the next saved batch too
 	k, v = c.Seek(k)                  // back to the first key (k is still valid: the transaction holds its page)
 	keys := make([]byte, 0, n*len(k)) // every key is a KSUID: n of k's length
 	block := getBlock(size - cap(keys))

@@ -15,7 +15,7 @@ type kv struct{ k, v []byte }
 type salvaged struct {
 	events, dead []kv
 	retry        []byte
-	retries      []kv // per-batch retry states (retryKey)
+	retries      []kv    // per-batch retry states (retryKey)
 	stored       *counts // the file's counters; nil when unreadable
 	badRecords   int
 	badPages     int
