@@ -148,9 +148,8 @@ func (q *Queue) Stats() store.Stats { return q.s.Stats() }
 
 // AckAll deletes the events of several batches in one transaction (one fsync), as Ack does
 // for one: a consumer that delivers batch after batch acknowledges the ones whose acks would
-// otherwise wait for each other's commits together. The batches are given in queue order; a
-// saved retry state is cleared when it belongs to the first of them (only the head batch has
-// one).
+// otherwise wait for each other's commits together. The batches are given in queue order;
+// the retry states saved for any of them are cleared with them.
 func (q *Queue) AckAll(batches ...*Batch) error {
 	var keys [][]byte
 	for _, b := range batches {

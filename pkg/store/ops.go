@@ -22,7 +22,7 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 			return err
 		}
 		if len(r.keys) > 0 {
-			return clearRetry(b, r.keys[0])
+			return clearRetry(b, r.keys[0], r.keys[len(r.keys)-1])
 		}
 		return nil
 	case opDead:
@@ -48,7 +48,7 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 		if w.Events < n {
 			s.drop(w, ReasonChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
 		}
-		return clearRetry(b, r.keys[0])
+		return clearRetry(b, r.keys[0], r.keys[0])
 	case opFixCounts:
 		w.Events += r.delta.Events
 		w.Bytes += r.delta.Bytes
@@ -131,16 +131,25 @@ func (w *writerState) nextKey(now time.Time) ksuid.KSUID {
 	return w.last
 }
 
-// clearRetry deletes the retry state saved for the batch whose first key is headKey, in either
+// clearRetry deletes the retry states saved for batches that start between first and last
+// (the keys of one batch, or of several consecutive ones acknowledged together), in either
 // form (see retryKey).
-func clearRetry(b buckets, headKey []byte) error {
-	if err := clearLegacyRetry(b, headKey); err != nil {
+func clearRetry(b buckets, first, last []byte) error {
+	if err := clearLegacyRetry(b, first); err != nil {
 		return err
 	}
-	if b.meta.Get(retryKey(headKey)) == nil {
-		return nil
+	var gone [][]byte
+	c := b.meta.Cursor()
+	for k, _ := c.Seek(retryKey(first)); k != nil && bytes.HasPrefix(k, []byte(retryPrefix)) &&
+		bytes.Compare(k[len(retryPrefix):], last) <= 0; k, _ = c.Next() {
+		gone = append(gone, append([]byte(nil), k...))
 	}
-	return b.meta.Delete(retryKey(headKey))
+	for _, k := range gone {
+		if err := b.meta.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // clearLegacyRetry deletes the single head retry state of files written before several
@@ -173,7 +182,7 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 		return nil
 	}
 	slices.Reverse(events) // deleted last key first
-	if err := clearRetry(b, keys[0]); err != nil {
+	if err := clearRetry(b, keys[0], keys[len(keys)-1]); err != nil {
 		return err
 	}
 	id := w.nextKey(s.opt.Now())
