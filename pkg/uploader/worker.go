@@ -273,8 +273,10 @@ func (w *worker) retryWait(n next) bool {
 	until := w.clock.Now().Add(n.wait)
 	w.board.set(func(s *workerState) {
 		s.Path, s.WaitingUntil, s.WaitErr = n.path, until, n.err
+		s.Waiting++
 	})
 	defer w.board.set(func(s *workerState) {
+		s.Waiting--
 		if s.WaitingUntil.Equal(until) { // with several in flight, another batch's wait may have replaced this one
 			s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil
 		}
