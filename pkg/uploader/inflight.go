@@ -52,30 +52,32 @@ func (w *worker) runLeases() {
 func (w *worker) dispatch() bool {
 	w.board.set(func(s *workerState) { s.Busy = true })
 	defer w.board.set(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
-	results := make(chan int, 1024) // more than upload.max_concurrency allows in flight
+	type result struct{ kind, events, bytes int }
+	results := make(chan result, 1024) // more than upload.max_concurrency allows in flight
 	var last *queue.Batch
-	inflight := 0
+	var held leased
 	stop := false
 	for {
-		for !stop && inflight < w.gate.limit() && w.runCtx.Err() == nil {
-			b, ok := w.leaseNext(last)
+		for !stop && held.batches < w.gate.limit() && w.runCtx.Err() == nil {
+			b, ok := w.leaseNext(last, held)
 			if !ok {
 				break
 			}
 			last = b
 			l := w.gate.add(b)
-			inflight++
+			n, size := len(b.Events), b.Bytes
+			held.add(n, size)
 			w.publishInFlight()
-			go func() { results <- w.carry(l) }()
+			go func() { results <- result{w.carry(l), n, size} }()
 		}
-		if inflight == 0 {
+		if held.batches == 0 {
 			return !stop
 		}
 		select {
-		case kind := <-results:
-			inflight--
+		case r := <-results:
+			held.remove(r.events, r.bytes)
 			w.publishInFlight()
-			if kind == nextStop {
+			if r.kind == nextStop {
 				stop = true
 			}
 		case <-w.wake:
@@ -84,10 +86,33 @@ func (w *worker) dispatch() bool {
 	}
 }
 
+// leased is what the dispatcher holds in flight.
+type leased struct{ batches, events, bytes int }
+
+func (h *leased) add(events, bytes int) {
+	h.batches++
+	h.events += events
+	h.bytes += bytes
+}
+
+func (h *leased) remove(events, bytes int) {
+	h.batches--
+	h.events -= events
+	h.bytes -= bytes
+}
+
 // leaseNext leases the batch after last (the head when last is nil), false when there is none
 // or it is not due yet (a tail smaller than a full batch goes back through waitDue, which
-// knows batch.interval, once nothing is in flight).
-func (w *worker) leaseNext(last *queue.Batch) (*queue.Batch, bool) {
+// knows batch.interval, once nothing is in flight). Whether a full batch follows those held
+// is first judged from the queue's counters in memory, so that the wake-up of every Enqueue
+// does not cost a read of the batch after them while intake is slower than delivery.
+func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) {
+	if last != nil && !w.stopping() && w.flushing.Load() == 0 {
+		events, bytes, _ := w.q.Pending()
+		if events-int64(held.events) < int64(w.cfg.Batch.MaxEvents) && bytes-int64(held.bytes) < int64(w.leaseBytes) {
+			return nil, false
+		}
+	}
 	if last == nil {
 		b, err := w.q.Lease(w.cfg.Batch.MaxEvents, w.leaseBytes)
 		if err != nil {
