@@ -13,17 +13,22 @@ import (
 
 // gate decides when the batches in flight may make an attempt, with several in flight
 // (upload.concurrency other than 1). A batch may start an attempt when fewer than the limit
-// of the batches leased before it are still in flight (its rank is below the limit: when the
-// limit shrinks, the oldest batches go on and the newest wait, unsent and spending nothing),
-// and no usable Retry-After is running: a Retry-After is about this client, so it pauses every
-// new attempt, of every batch, until the latest such deadline. The limit is fixed
-// (upload.concurrency: N) or the limiter's (auto), and never above the destination's own bound.
+// of the batches leased before it are ready to send (its rank among the leases not waiting
+// out a retry wait is below the limit: when the limit shrinks, the oldest batches go on and
+// the newest wait, unsent and spending nothing, while a batch in its backoff holds up no
+// other), and no usable Retry-After is running: a Retry-After is about this client, so it
+// pauses every new attempt, of every batch, until the latest such deadline. During an outage
+// (limiter.outage) only the oldest lease attempts, waiting or not, so an outage costs what one
+// batch in flight costs. The limit is fixed (upload.concurrency: N) or the limiter's (auto),
+// and never above the destination's own bound; at most that many batches (auto: at most
+// upload.max_concurrency) are leased at once.
 type gate struct {
 	mu      sync.Mutex
-	fixed   int      // upload.concurrency as a number; 0 for auto
-	bound   int      // the destination's own bound; 0 for none
-	lim     *limiter // auto only
-	live    []uint64 // sequence numbers of the leases in flight, oldest first
+	fixed   int             // upload.concurrency as a number; 0 for auto
+	bound   int             // the destination's own bound; 0 for none
+	lim     *limiter        // auto only
+	live    []uint64        // sequence numbers of the leases in flight, oldest first
+	waiting map[uint64]bool // leases waiting out a retry wait of their own
 	seq     uint64
 	until   time.Time     // no attempt starts before it (Retry-After)
 	changed chan struct{} // closed and replaced on every change
@@ -37,7 +42,8 @@ type lease struct {
 }
 
 func newGate(cfg UploadConfig, bound int, clock budget.Clock) *gate {
-	g := &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock}
+	g := &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock,
+		waiting: map[uint64]bool{}}
 	if g.fixed == 0 {
 		g.lim = newLimiter(cfg.MaxConcurrency)
 	}
@@ -60,6 +66,33 @@ func (g *gate) limitLocked() int {
 		n = min(n, g.bound)
 	}
 	return max(n, 1)
+}
+
+// room reports whether the dispatcher may lease one more batch: fewer than the most that may
+// be held are, and fewer than the limit are ready to send.
+func (g *gate) room() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	most := g.fixed
+	if g.lim != nil {
+		most = g.lim.ceil
+	}
+	if g.bound > 0 {
+		most = min(most, g.bound)
+	}
+	return len(g.live) < max(most, 1) && len(g.live)-len(g.waiting) < g.limitLocked()
+}
+
+// setWaiting marks l as waiting out a retry wait of its own (or no longer).
+func (g *gate) setWaiting(l *lease, on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if on {
+		g.waiting[l.seq] = true
+	} else {
+		delete(g.waiting, l.seq)
+	}
+	g.notifyLocked()
 }
 
 // inFlight returns the number of leases in flight.
@@ -86,6 +119,7 @@ func (g *gate) remove(l *lease) {
 	if i := slices.Index(g.live, l.seq); i >= 0 {
 		g.live = slices.Delete(g.live, i, i+1)
 	}
+	delete(g.waiting, l.seq)
 	g.notifyLocked()
 }
 
@@ -124,7 +158,19 @@ func (g *gate) state(l *lease) (pause time.Duration, admitted bool, changed <-ch
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	pause = max(g.until.Sub(g.clock.Now()), 0)
-	return pause, slices.Index(g.live, l.seq) < g.limitLocked(), g.changed
+	if g.lim != nil && g.lim.outage() {
+		return pause, len(g.live) > 0 && g.live[0] == l.seq, g.changed
+	}
+	rank := 0
+	for _, s := range g.live {
+		if s == l.seq {
+			break
+		}
+		if !g.waiting[s] {
+			rank++
+		}
+	}
+	return pause, rank < g.limitLocked(), g.changed
 }
 
 // next returns the channel closed at the gate's next change.

@@ -58,7 +58,7 @@ func (w *worker) dispatch() bool {
 	var held leased
 	stop := false
 	for {
-		for !stop && held.batches < w.gate.limit() && w.runCtx.Err() == nil {
+		for !stop && w.gate.room() && w.runCtx.Err() == nil {
 			b, ok := w.leaseNext(last, held)
 			if !ok {
 				break
@@ -180,7 +180,7 @@ func answerOf(o Outcome) answer {
 	case ClassSuccess:
 		return answerGood
 	case ClassRateLimited:
-		return answerBackPressure
+		return answerRetryAfter
 	case ClassRetryable:
 		if o.Status == 429 || isTimeout(o.Err) {
 			return answerBackPressure

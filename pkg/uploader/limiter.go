@@ -12,12 +12,13 @@ import "time"
 // grows only while the batches in flight fill more than half of it: a client that has less to
 // send than its limit learns nothing about the destination from that.
 //
-// It shrinks multiplicatively (halves, and the threshold with it) on back-pressure: a 429 or
-// a rate-limited answer, a timeout, a round trip more than twice its baseline (and at least
+// It shrinks multiplicatively (halves, and the threshold with it) on back-pressure: a 429,
+// a timeout, a round trip more than twice its baseline (and at least
 // limiterMinInflation above it), or a window of attempts in which most failed. Answers
 // already in flight when it shrank say the same thing again, so it shrinks at most once per
 // baseline round trip. Retryable failures among successes (one sick backend behind a load
-// balancer) neither shrink nor grow it. limiterOutage consecutive failed attempts with no
+// balancer) neither shrink nor grow it. A usable Retry-After halves it at most once a second,
+// keeping the threshold, so that it climbs back by slow start once the pause is over. limiterOutage consecutive failed attempts with no
 // success between them are an outage: it falls to 1 at once, so an outage costs the requests
 // one batch in flight costs, and the first success starts slow start again (up to half the
 // limit it had).
@@ -27,22 +28,24 @@ import "time"
 // five round trips. Neither treats Retry-After as a statement about the client; here it
 // pauses every new attempt (gate.go) as well as shrinking the limit.
 type limiter struct {
-	ceil     int // upload.max_concurrency
-	limit    float64
-	ssthresh float64
-	base     time.Duration // baseline round trip: the smallest good one, drifting up slowly
-	lastCut  time.Time     // when the limit last shrank
-	streak   int           // failed attempts since the last success
-	winOK    int           // answers in the current window
-	winFail  int
+	ceil           int // upload.max_concurrency
+	limit          float64
+	ssthresh       float64
+	base           time.Duration // baseline round trip: the smallest good one, drifting up slowly
+	lastCut        time.Time     // when the limit last shrank
+	lastRetryAfter time.Time     // when a Retry-After answer last shrank it
+	streak         int           // failed attempts since the last success
+	winOK          int           // answers in the current window
+	winFail        int
 }
 
 // Tuning of the limiter; see limiter.
 const (
-	limiterOutage       = 4                     // consecutive failures that make an outage
-	limiterMinWindow    = 8                     // attempts in the smallest failure window
-	limiterMinInflation = 10 * time.Millisecond // round trip inflation below this is noise
-	limiterBaseDrift    = 64                    // the baseline moves 1/64 of the way up per answer
+	limiterOutage        = 4                     // consecutive failures that make an outage
+	limiterMinWindow     = 8                     // attempts in the smallest failure window
+	limiterMinInflation  = 10 * time.Millisecond // round trip inflation below this is noise
+	limiterBaseDrift     = 64                    // the baseline moves 1/64 of the way up per answer
+	limiterRetryAfterGap = time.Second           // Retry-After answers shrink the limit at most once per gap
 )
 
 // answer is what the limiter learns from one attempt.
@@ -51,7 +54,8 @@ type answer int
 const (
 	answerGood         answer = iota // a success
 	answerFailed                     // a retryable failure that says nothing of load (5xx, reset)
-	answerBackPressure               // 429, rate-limited, a timeout
+	answerBackPressure               // a 429 without a usable Retry-After, a timeout
+	answerRetryAfter                 // a usable Retry-After (the gate pauses every attempt)
 	answerNeutral                    // rejected, too large, aborted: nothing about capacity
 )
 
@@ -87,6 +91,18 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 			}
 			l.limit = min(l.limit, float64(l.ceil))
 		}
+	case answerRetryAfter:
+		// The gate already holds every attempt until the Retry-After has passed; the answers
+		// of the requests in flight meanwhile say the same thing again. So they shrink the
+		// limit once per limiterRetryAfterGap, and slow start regains the limit it had once
+		// the pause is over: a Retry-After says when, not how many. Nor is it an outage: the
+		// destination is up and answering.
+		if l.lastRetryAfter.IsZero() || now.Sub(l.lastRetryAfter) >= limiterRetryAfterGap {
+			l.ssthresh = max(l.ssthresh, l.limit)
+			l.limit = max(l.limit/2, 1)
+			l.lastRetryAfter, l.lastCut = now, now
+		}
+		return
 	case answerFailed, answerBackPressure:
 		l.streak++
 		l.winFail++
@@ -130,5 +146,8 @@ func (l *limiter) track(rtt time.Duration) {
 		l.base += (rtt - l.base) / limiterBaseDrift
 	}
 }
+
+// outage reports whether the recent attempts all failed (limiterOutage or more in a row).
+func (l *limiter) outage() bool { return l.streak >= limiterOutage }
 
 func (l *limiter) resetWindow() { l.winOK, l.winFail = 0, 0 }

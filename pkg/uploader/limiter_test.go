@@ -52,6 +52,10 @@ func TestLimiter_AdaptsToWhatTheDestinationAnswers(t *testing.T) {
 			[]step{{31, answerGood, rtt}, {1, answerGood, rtt + 5*time.Millisecond}}, 32, 32},
 		{"a window where most attempts failed shrinks it (without a streak)",
 			[]step{{31, answerGood, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerFailed, 0}}, 1, 16},
+		{"a Retry-After halves it once however many answers carry it",
+			[]step{{31, answerGood, rtt}, {5, answerRetryAfter, rtt}}, 16, 16},
+		{"after a Retry-After it climbs back by slow start",
+			[]step{{31, answerGood, rtt}, {1, answerRetryAfter, rtt}, {16, answerGood, rtt}}, 32, 32},
 		{"rejections say nothing about capacity", []step{{31, answerGood, rtt}, {50, answerNeutral, rtt}}, 32, 32},
 	}
 	for _, tt := range tests {

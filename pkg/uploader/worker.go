@@ -236,7 +236,14 @@ func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l
 			h1, h2 := b.Split()
 			return []*queue.Batch{h1, h2}, nextDone
 		case nextWait:
-			if !w.retryWait(next) {
+			if l != nil {
+				w.gate.setWaiting(l, true) // the other batches go on meanwhile
+			}
+			ok := w.retryWait(next)
+			if l != nil {
+				w.gate.setWaiting(l, false)
+			}
+			if !ok {
 				return nil, nextStop
 			}
 		case nextPause:
