@@ -54,7 +54,8 @@
 //	                          ◄───────────────────────── next attempt ◄────────────┘  │
 //	idle ◄──── (next batch not due) ◄──── next batch, prepared while this one was sent ┘
 //
-// The worker is pipelined, so that a drain is not the sum of every step's latency. While
+// With upload.concurrency: 1 (or a destination that takes one batch at a time), the worker is
+// pipelined, so that a drain is not the sum of every step's latency. While
 // batch k is in flight, a helper goroutine leases the batch after it (queue.LeaseAfter: what
 // Lease will return once k has left the queue) and encodes and gzips its body; batch k+1 is
 // sent only after k was accepted or left the queue, so deliveries keep FIFO order and one
@@ -73,6 +74,19 @@
 // partial tail batch) is dropped, and the worker waits as usual. Close at its deadline
 // cancels the request in flight, settles the acks, drops the prepared batch (it stays on
 // disk, unsent) and returns.
+//
+// # Several batches in flight
+//
+// Otherwise (upload.concurrency auto, the default, or N > 1, with a BoundedDestination such as
+// the HTTP one) the worker dispatches (inflight.go): it leases from the head, then each next
+// full batch after the last one leased, and carries each lease on a goroutine of its own, with
+// its own budget and X-Retry-Count, until it was delivered, dead-lettered or split into halves
+// that were. The gate (gate.go) admits every attempt: a lease's rank among those ready to send
+// must be below the limit (fixed, or auto's limiter.go: slow start, additive increase,
+// multiplicative decrease), only the oldest attempts during an outage, and no attempt starts
+// while a usable Retry-After runs. Each accepted batch is acked in its own transaction, in any
+// order; retry states are saved per batch. Close cuts every wait and, at its deadline, every
+// request in flight; what is not delivered stays queued.
 //
 // The body is {"batch":[e1,e2,…],"sentAt":"<RFC 3339 ms>"} with the stored event bytes spliced
 // in (never re-encoded), gzip-compressed when upload.gzip. A batch's body is built once for

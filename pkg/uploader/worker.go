@@ -13,7 +13,8 @@ import (
 
 // worker is the consumer side of the queue: the one goroutine that leases batches from the
 // head, sends them to the destination, waits as the retry budgets say, splits, dead-letters
-// and acks. The Client starts it at Open and stops it at Close; everything else it shares
+// and acks (with several batches in flight it leases and dispatches, and each lease is carried
+// on a goroutine of its own: inflight.go). The Client starts it at Open and stops it at Close; everything else it shares
 // with the Client goes through the board (state and counters, for Stats and Flush).
 type worker struct {
 	cfg        Config
