@@ -41,6 +41,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBatch$$' -fuzztime $(FUZZTIME) ./pkg/event
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./pkg/uploader
 	$(GO) test -run '^$$' -fuzz '^FuzzMemberKey$$' -fuzztime $(FUZZTIME) ./pkg/kafka
+	$(GO) test -run '^$$' -fuzz '^FuzzScanBatch$$' -fuzztime $(FUZZTIME) ./pkg/sink
+	$(GO) test -run '^$$' -fuzz '^FuzzScanBatchEvents$$' -fuzztime $(FUZZTIME) ./pkg/sink
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=5m
