@@ -67,6 +67,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	}
 	cfg := lc.Config
 	log := a.logger(&cfg)
+	lc.warnUnknownEnv(log)
 	sigs := a.watchSignals()
 	defer sigs.Stop()
 
