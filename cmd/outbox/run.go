@@ -135,14 +135,19 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
+	sd := startSupervisor(log) // systemd READY/STOPPING/watchdog; no-op outside systemd (notify.go)
+	defer sd.Close()
+	sd.Ready()
 	select {
 	case err := <-corrupt:
 		// Damage found after Open: intake has stopped; exit 3 naming recover.
 		log.Error("data file is damaged (found by the background check or a later read); stopping", "err", err)
+		sd.Stopping()
 		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case err := <-serveErr:
 		// Serving failed on its own; stop what remains, bounded as on a signal.
+		sd.Stopping()
 		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case sig := <-sigs.C:
@@ -150,6 +155,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	case <-cmd.Context().Done():
 		log.Info("stopping: last upload pass", "timeout", cfg.Agent.ShutdownTimeout.String())
 	}
+	sd.Stopping()
 	err = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 	left := client.Stats().Queue.Events
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
