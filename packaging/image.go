@@ -34,8 +34,10 @@ type imageInput struct {
 	Repo     string // the image name, e.g. ghcr.io/outboxhq/outbox
 }
 
-// buildImage writes the image as a `docker save`-style tarball (what `docker load` and
-// `podman load` read) to path, tagged Repo:version, and returns the tag.
+// buildImage writes the image as a `docker save`-style tarball (manifest.json with the tag,
+// the config and the layer: what every `docker load` and `podman load` read) to path, tagged
+// Repo:version, and returns the tag. The layer is uncompressed in the
+// tarball; `docker push`, `podman push` or `skopeo copy docker-archive:...` compress it.
 func buildImage(in imageInput, path string) (string, error) {
 	layer, err := imageLayer(in)
 	if err != nil {
