@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"github.com/outboxhq/outbox/pkg/budget"
 )
 
 // supervisor tells systemd about the agent's life (sd_notify): READY=1 once the ingest listener
@@ -46,10 +45,14 @@ func startSupervisor(log *slog.Logger) *supervisor {
 // a hung agent stops sending them and systemd restarts it.
 func (s *supervisor) watchdog(ctx context.Context, period time.Duration) {
 	defer close(s.done)
+	tick := time.NewTicker(period)
+	defer tick.Stop()
 	for {
 		s.notify(daemon.SdNotifyWatchdog)
-		if budget.Sleep(ctx, budget.System, period, nil) != nil {
+		select {
+		case <-ctx.Done():
 			return
+		case <-tick.C:
 		}
 	}
 }
