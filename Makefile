@@ -32,8 +32,9 @@ image: static
 # test: vet, the race-enabled suite (unit, loopback HTTP, in-process Kafka, subprocess
 # signal and crash tests), the packaging module's tests (the .deb, .rpm and image read back;
 # on Debian as root the .deb installed and removed again) and short fuzz runs of the parsers.
-# The fuzz runs are bounded by a count of executions, not a duration: Go 1.26's fuzz coordinator can report a spurious
-# "context deadline exceeded" when a duration ends on a loaded machine (golang/go#75804).
+# The fuzz runs are bounded by a count of executions, not a duration: Go 1.26's fuzz
+# coordinator can report a spurious "context deadline exceeded" when a duration ends on a
+# loaded machine (golang/go#75804).
 test: build
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m -skip '^TestPowerLoss' $(PKGS)
