@@ -12,12 +12,15 @@ import (
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
-// inFlightCounter wraps the real transport and counts the requests it has open at once.
+// inFlightCounter wraps the real transport and counts the requests it has open at once. A
+// reset starts a new generation: the peak counts only the requests begun since, so requests
+// already in flight at the reset (which are allowed to finish) do not count.
 type inFlightCounter struct {
 	rt   http.RoundTripper
 	mu   sync.Mutex
-	now  int
-	peak int // the most open at once since the last reset
+	gen  int
+	now  int // open requests of generation gen
+	peak int // the most of them open at once
 }
 
 func newInFlightCounter() *inFlightCounter {
@@ -26,21 +29,29 @@ func newInFlightCounter() *inFlightCounter {
 
 func (c *inFlightCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.mu.Lock()
+	gen := c.gen
 	c.now++
 	c.peak = max(c.peak, c.now)
 	c.mu.Unlock()
-	defer func() { c.mu.Lock(); c.now--; c.mu.Unlock() }()
+	defer func() {
+		c.mu.Lock()
+		if c.gen == gen {
+			c.now--
+		}
+		c.mu.Unlock()
+	}()
 	// Counted until the response headers arrive: the sink answers a batch only once it has
 	// read it, so this is the span in which the collector holds the request.
 	return c.rt.RoundTrip(r)
 }
 
-// resetPeak starts a new peak and returns the old one.
+// resetPeak starts a new generation and returns the old one's peak.
 func (c *inFlightCounter) resetPeak() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.peak
-	c.peak = c.now
+	c.gen++
+	c.now, c.peak = 0, 0
 	return p
 }
 
@@ -87,27 +98,26 @@ func TestInFlight_AnOutageFallsToOneBatchInFlight(t *testing.T) {
 	if p := cnt.resetPeak(); p < 2 {
 		t.Errorf("at most %d requests were in flight at once before the outage, want the limit to have grown", p)
 	}
-	// From here on the outage costs what one batch in flight costs: one request at a time,
-	// each batch's attempts in a row. The attempts already in flight when the limit fell end
-	// within the next few requests.
+	// From here on the outage costs what one batch in flight costs: of the requests begun
+	// since the limit fell (those already in flight then finish), one at a time, each batch's
+	// attempts in a row.
 	n := len(s.Requests())
-	if err := s.WaitRequests(ctx, n+5); err != nil {
-		t.Fatal(err)
-	}
-	cnt.resetPeak()
-	if err := s.WaitRequests(ctx, n+30); err != nil {
+	if err := s.WaitRequests(ctx, n+64); err != nil {
 		t.Fatal(err)
 	}
 	if p := cnt.resetPeak(); p > 1 {
-		t.Errorf("%d requests in flight at once during the outage, want 1", p)
+		t.Errorf("%d requests begun during the outage were in flight at once, want 1", p)
 	}
-	reqs := s.Requests()[n+5 : n+30] // past the attempts that were in flight when it fell
+	// The sink records requests as they arrive; the ones in flight when the limit fell arrived
+	// before n, or among the next max_concurrency.
+	first := n + uploader.DefaultMaxConcurrency
+	reqs := s.Requests()[first : n+64]
 	for i := 1; i < len(reqs); i++ {
 		prev, cur := reqs[i-1], reqs[i]
 		pc, _ := prev.RetryCount()
 		if cur.MessageIDs[0] != prev.MessageIDs[0] && pc != cfg.Retry.MaxRetries {
 			t.Fatalf("request %d is of batch %s while batch %s had made %d of its %d attempts: two batches attempted during the outage",
-				n+5+i, cur.MessageIDs[0], prev.MessageIDs[0], pc+1, cfg.Retry.MaxRetries+1)
+				first+i, cur.MessageIDs[0], prev.MessageIDs[0], pc+1, cfg.Retry.MaxRetries+1)
 		}
 	}
 }
