@@ -69,6 +69,8 @@ func TestInFlight_AutoRampsUpAgainstASlowCollectorAndDeliversEverythingOnce(t *t
 	if st.Events != 400 || st.Duplicates != 0 {
 		t.Fatalf("collector has %d events (%d duplicates), want 400 once each", st.Events, st.Duplicates)
 	}
+	// Slow start reaches 8 within 4 round trips; a loaded machine can inflate a round trip past
+	// twice its baseline and halve the limit on the way, so the bar is 8, not 32.
 	if p := cnt.resetPeak(); p < 8 {
 		t.Errorf("at most %d requests were in flight at once, want the auto limit to ramp to at least 8", p)
 	}
