@@ -41,7 +41,9 @@ type request struct {
 	n     int      // result: events (append, replay) or batches (purge) affected
 	err   error
 	done  chan error  // sync requests: receives err
-	cb    func(error) // async appends (AppendAsync): called with err on the writer goroutine
+	cb    func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
+
+	awaited bool // append: its caller waits for cb (AppendAwaited) and will come back once answered
 
 	answered bool // answer has run; writer goroutine only
 }
@@ -118,7 +120,7 @@ func (s *Store) run() {
 		if len(s.group) > 0 {
 			s.commitGroup()
 		}
-		yield = slices.ContainsFunc(s.group, func(r *request) bool { return r.cb == nil })
+		yield = slices.ContainsFunc(s.group, func(r *request) bool { return r.cb == nil || r.awaited })
 		s.recycle()
 		if r := s.held; r != nil {
 			s.held = nil
