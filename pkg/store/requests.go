@@ -88,14 +88,22 @@ func (s *Store) appendAsync(ctx context.Context, awaited bool, events [][]byte, 
 		return errs.ErrClosed
 	default:
 	}
+	if awaited {
+		s.awaitedQueued.Add(1) // before the send: the writer may take it at once
+	}
 	select {
 	case s.reqs <- r:
 		return nil
 	case <-s.quit:
-		return errs.ErrClosed
 	case <-ctx.Done():
+	}
+	if awaited {
+		s.awaitedQueued.Add(-1)
+	}
+	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	return errs.ErrClosed
 }
 
 // Closing returns a channel closed when Close begins: requests made after it fail with

@@ -56,6 +56,11 @@ type Store struct {
 	pendingRuns  []intakeRun   // owned by the writer goroutine: runs appended by this group
 	intake       intakeRing    // owned by the writer goroutine
 	cs           compactState  // owned by the writer goroutine
+	fill         fillState     // owned by the writer goroutine: how long a group waits for callers coming back
+
+	// awaitedQueued counts the AppendAwaited requests handed to the writer's channel and not
+	// yet taken into a group (see fillState).
+	awaitedQueued atomic.Int64
 
 	mu  sync.Mutex // guards pub
 	pub writerState

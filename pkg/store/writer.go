@@ -74,17 +74,11 @@ const (
 
 // run is the writer goroutine: it takes every request that is waiting,
 // applies them in one write transaction, commits (one fsync) and answers
-// each. A lone request is committed at once; nothing waits on a timer.
+// each. A lone request is committed at once: the only wait is for callers expected back.
 //
-// Concurrent waiting producers (Enqueue, ingest, the worker's acks) end up in two cohorts
-// that alternate: those answered by one commit prepare their next request while the next
-// commit, holding the others, runs. So the group also takes the requests that arrive while
-// it is being applied (see commitGroup): producers of the other cohort that come back before
-// the commit join it, without anyone waiting for them. Merging the cohorts by waiting for the
-// answered producers to come back was measured and does not help: it doubles the events per
-// commit (about 39 to 63 with 64 producers) but serialises preparing and committing, for the
-// same events/s; see docs/BENCHMARKS.md. A sync producer's ceiling is producers / (commit
-// latency + its own time per event).
+// Appenders that wait for their commit (Append, AppendAwaited) come back as soon as they are
+// answered; the group lets them fill it (fill.go) for at most one commit's time, and also takes the requests that arrive while it is being applied (see commitGroup).
+// A sync producer's ceiling is producers / (commit latency + its own time per event).
 func (s *Store) run() {
 	defer close(s.stopped)
 	s.group = make([]*request, 0, 1024)
@@ -92,6 +86,7 @@ func (s *Store) run() {
 	for {
 		select {
 		case r := <-s.reqs:
+			s.took(r)
 			s.group = append(s.group[:0], r)
 		case <-s.cs.due:
 			s.cs.due = nil
@@ -116,6 +111,7 @@ func (s *Store) run() {
 				runtime.Gosched()
 			}
 			s.take()
+			s.fillGroup()
 		}
 		if len(s.group) > 0 {
 			s.commitGroup()
@@ -136,6 +132,7 @@ func (s *Store) take() {
 	for len(s.group) < maxGroup && s.held == nil {
 		select {
 		case r := <-s.reqs:
+			s.took(r)
 			if r.kind == opCompact {
 				s.held = r
 				return
@@ -151,6 +148,7 @@ func (s *Store) drainClosed() {
 	for {
 		select {
 		case r := <-s.reqs:
+			s.took(r)
 			r.err = errs.ErrClosed
 			r.answer()
 		default:
@@ -265,6 +263,7 @@ func (s *Store) commitGroup() {
 	for _, r := range s.group {
 		r.answer()
 	}
+	s.noteAnswered(time.Since(start))
 	if added > 0 {
 		select {
 		case s.notify <- struct{}{}:
