@@ -37,9 +37,11 @@
 // once (one fsync unless NoSync) and answers each caller. Requests that arrive
 // while the group is being applied join it, until the channel is found empty:
 // with many synchronous producers, those answered by the previous commit that
-// are back already share this one instead of waiting for the next. A lone
-// caller is committed immediately; nothing waits for anyone and there is no
-// timer (unlike bbolt's DB.Batch).
+// are back already share this one instead of waiting for the next. Before
+// that, a group fills (fill.go): it waits for the callers of AppendAwaited the
+// last commit answered, and those already waiting, at most as long as that
+// commit took. A lone caller is the whole expected count, so it is committed
+// immediately; unlike bbolt's DB.Batch, no caller pays a fixed delay.
 // AppendAsync hands its request over without waiting: its callback is called
 // on the writer goroutine after the commit, and the callers of Append and
 // AppendAsync share the same transactions, so one asynchronous producer fills

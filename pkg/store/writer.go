@@ -165,8 +165,8 @@ func isLogical(err error) bool {
 // commitGroup applies the group in one transaction and answers every request. Requests that
 // arrive while it is applied join it (take), up to maxGroup: those of producers answered by
 // the previous commit that come back meanwhile share this commit instead of waiting for the
-// next one. Nothing waits for them: the transaction commits as soon as the channel is found
-// empty.
+// next one. Once the group has filled (fillGroup), the transaction commits as soon as the
+// channel is found empty.
 func (s *Store) commitGroup() {
 	start := time.Now()
 	w := s.w
