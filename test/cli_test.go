@@ -29,7 +29,6 @@ func TestRun_ConfigErrors_Exit2NamingTheKey(t *testing.T) {
 		wants []string
 	}{
 		{name: "unknown key in ./outbox.yaml", file: "batch:\n  intervall: 1s\n", wants: []string{"batch.intervall", "outbox.yaml"}},
-		{name: "unknown OUTBOX_ variable", env: map[string]string{"OUTBOX_BATCH_INTERVALL": "1s"}, wants: []string{"OUTBOX_BATCH_INTERVALL"}},
 		{name: "bad duration", env: map[string]string{"OUTBOX_BATCH_INTERVAL": "5"}, wants: []string{"batch.interval", "OUTBOX_BATCH_INTERVAL"}},
 		{name: "non-loopback listen without auth", args: []string{"--listen", "0.0.0.0:0"}, wants: []string{"ingest.listen", "ingest.allow_unauthenticated"}},
 	}

@@ -34,8 +34,8 @@ func TestDamage_RunRefuses_RecoverSaves_AgentThenDeliversWhatWasSaved(t *testing
 	}
 	s := sinktest.Start(t, sink.Options{})
 	p := start(t, t.TempDir(), agentEnv(dir, freeAddr(t), s.URL()+"/v1/batch", nil), "run")
-	if code, _ := p.wait(t, 10*time.Second); code != 1 || !strings.Contains(p.stderr.String(), "outbox recover") {
-		t.Fatalf("run on the damaged file: exit %d, want 1 naming outbox recover:\n%s", code, p.stderr.String())
+	if code, _ := p.wait(t, 10*time.Second); code != exitDamaged || !strings.Contains(p.stderr.String(), "outbox recover") {
+		t.Fatalf("run on the damaged file: exit %d, want %d naming outbox recover:\n%s", code, exitDamaged, p.stderr.String())
 	}
 
 	code, out, stderr := runCLI(t, t.TempDir(), nil, "", "recover", "--data-dir", dir)
@@ -110,8 +110,8 @@ func TestDamage_PageDamagedUnderARunningAgent_IntakeStops_AgentExits1NamingRecov
 	}
 	got, _ := a.wait(t, 15*time.Second)
 	noPanic(t, []string{"run"}, got, a.stderr.String())
-	if got != 1 || !strings.Contains(a.stderr.String(), "outbox recover") || !strings.Contains(a.stderr.String(), path) {
-		t.Fatalf("agent on a file damaged under it: exit %d, want 1 naming %s and outbox recover:\n%s", got, path, a.stderr.String())
+	if got != exitDamaged || !strings.Contains(a.stderr.String(), "outbox recover") || !strings.Contains(a.stderr.String(), path) {
+		t.Fatalf("agent on a file damaged under it: exit %d, want %d naming %s and outbox recover:\n%s", got, exitDamaged, path, a.stderr.String())
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, damaged) {
 		t.Fatal("the agent wrote to the file after finding it damaged")

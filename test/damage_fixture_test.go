@@ -206,3 +206,7 @@ func salvaged(t *testing.T, dir string) (events map[string]bool, dead map[string
 	}
 	return events, dead
 }
+
+// exitDamaged is the exit code of every command that finds the data file damaged
+// (docs/CONTRACT.md, "Exit codes").
+const exitDamaged = 3

@@ -38,7 +38,7 @@ type damageCase struct {
 	data []byte
 	// open is the exit code every command that opens the file must give: 0
 	// (the damage is where nothing reads: a free page, bytes past the end),
-	// 1 (it must be found), or -1 (either: a flipped byte may sit in a page's
+	// exitDamaged (it must be found), or -1 (either: a flipped byte may sit in a page's
 	// unused room or change a key without breaking its order).
 	open int
 	// mayLose reports whether events of the span starting at that page may
@@ -119,7 +119,7 @@ func (fx *damageFixture) cases(all bool) []damageCase {
 			case fx.kind[id] == "free" || fx.kind[id] == "unused":
 				c.open = 0
 			case (kind == "random" || kind == "zeros") && whole:
-				c.open = 1
+				c.open = exitDamaged
 			}
 			span := fx.spanOf[id]
 			c.mayLose = func(s int) bool { return span >= 0 && s == span }
@@ -137,7 +137,7 @@ func (fx *damageFixture) cases(all bool) []damageCase {
 		if cut >= len(fx.data) {
 			continue
 		}
-		c := damageCase{name: fmt.Sprintf("truncated_to_%d_bytes", cut), data: bytes.Clone(fx.data[:cut]), open: 1}
+		c := damageCase{name: fmt.Sprintf("truncated_to_%d_bytes", cut), data: bytes.Clone(fx.data[:cut]), open: exitDamaged}
 		first := cut / fx.pageSize // the first page not whole
 		c.mayLose = func(s int) bool { return fx.spanEnd[s] >= first }
 		if cut == 0 || cut >= fx.hwm*fx.pageSize {
@@ -156,8 +156,8 @@ func (fx *damageFixture) cases(all bool) []damageCase {
 	keep := func(int) bool { return false }
 	out = append(out,
 		damageCase{name: "wrong_size_1000_bytes_appended", data: append(bytes.Clone(fx.data), junk(1000)...), open: 0, mayLose: keep},
-		damageCase{name: "wrong_size_100_random_bytes", data: junk(100), open: 1, mayLose: lose},
-		damageCase{name: "wrong_size_3_pages_of_zeros", data: make([]byte, 3*fx.pageSize), open: 1, mayLose: lose},
+		damageCase{name: "wrong_size_100_random_bytes", data: junk(100), open: exitDamaged, mayLose: lose},
+		damageCase{name: "wrong_size_3_pages_of_zeros", data: make([]byte, 3*fx.pageSize), open: exitDamaged, mayLose: lose},
 	)
 	return out
 }
@@ -189,8 +189,8 @@ func (fx *damageFixture) check(t *testing.T, c damageCase) {
 		return code, out + stderr
 	}
 	refusedRight := func(what string, code int, msg string) {
-		if code != 1 || !strings.Contains(msg, path) || !strings.Contains(msg, "outbox recover") {
-			t.Errorf("%s on a refused file: exit %d, want 1 naming %s and `outbox recover`:\n%s", what, code, path, msg)
+		if code != exitDamaged || !strings.Contains(msg, path) || !strings.Contains(msg, "outbox recover") {
+			t.Errorf("%s on a refused file: exit %d, want %d naming %s and `outbox recover`:\n%s", what, code, exitDamaged, path, msg)
 		}
 		if b, _ := os.ReadFile(path); !bytes.Equal(b, c.data) {
 			t.Errorf("%s changed the file it refused", what)
@@ -199,10 +199,10 @@ func (fx *damageFixture) check(t *testing.T, c damageCase) {
 
 	put()
 	code, msg := cli("inspect", "--data-dir", dir)
-	if (code != 0 && code != 1) || (c.open >= 0 && code != c.open) {
-		t.Fatalf("inspect: exit %d, want %d (-1: 0 or 1):\n%s", code, c.open, msg)
+	if (code != 0 && code != exitDamaged) || (c.open >= 0 && code != c.open) {
+		t.Fatalf("inspect: exit %d, want %d (-1: 0 or %d):\n%s", code, c.open, exitDamaged, msg)
 	}
-	refused := code == 1
+	refused := code == exitDamaged
 	for _, args := range [][]string{{"dead", "list", "--data-dir", dir}, {"compact", "--data-dir", dir}} {
 		put()
 		got, msg := cli(args...)

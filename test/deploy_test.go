@@ -28,7 +28,8 @@ func TestDeploySamples_StopTimeoutsExceedTheShutdownDeadline(t *testing.T) {
 		name, file, pattern string
 	}{
 		{"systemd TimeoutStopSec", "../docs/deploy/outbox.service", `(?m)^TimeoutStopSec=(\d+)s?$`},
-		{"Kubernetes terminationGracePeriodSeconds", "../docs/deploy/k8s-sidecar.yaml", `terminationGracePeriodSeconds:\s*(\d+)`},
+		{"Kubernetes sidecar terminationGracePeriodSeconds", "../docs/deploy/kubernetes/sidecar.yaml", `terminationGracePeriodSeconds:\s*(\d+)`},
+		{"Kubernetes DaemonSet terminationGracePeriodSeconds", "../docs/deploy/kubernetes/daemonset.yaml", `terminationGracePeriodSeconds:\s*(\d+)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

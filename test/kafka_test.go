@@ -174,13 +174,7 @@ func TestKafka_SIGTERM_DuringALongBackoff_ExitsInTime_RestartDelivers(t *testing
 	}
 	// The first attempt fails (after kgo's few retries inside it); the worker then waits out a
 	// backoff of minutes.
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(a.stderr.String(), "NOT_ENOUGH_REPLICAS") || !strings.Contains(a.stderr.String(), "path=backoff") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent did not enter the backoff path; stderr:\n%s", a.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	a.waitLog(t, 20*time.Second, "NOT_ENOUGH_REPLICAS", "path=backoff")
 	a.signal(t, syscall.SIGTERM)
 	code, took := a.wait(t, 10*time.Second)
 	if code != 0 {
@@ -261,9 +255,12 @@ func TestKafka_SIGTERM_WithAProduceInFlight_ExitsInTime_TheBatchStaysQueued(t *t
 	release := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	held := make(chan struct{}) // closed when the broker holds the first produce
+	var holding sync.Once
 	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		if hang.Load() {
+			holding.Do(func() { close(held) })
 			c.SleepControl(func() { <-release }) // the broker takes the request and never answers
 		}
 		return nil, nil, false
@@ -275,7 +272,11 @@ func TestKafka_SIGTERM_WithAProduceInFlight_ExitsInTime_TheBatchStaysQueued(t *t
 	if code, resp := post(t, a.url+"/v1/batch", body, false); code != http.StatusOK {
 		t.Fatalf("ingest: %d %s", code, resp)
 	}
-	time.Sleep(300 * time.Millisecond) // batch.interval is 50 ms: the produce is in flight; not a timing assertion
+	select {
+	case <-held: // the produce is in flight
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no produce request reached the broker; stderr:\n%s", a.stderr.String())
+	}
 	a.signal(t, syscall.SIGTERM)
 	code, took := a.wait(t, 10*time.Second)
 	if code != 0 {
@@ -305,19 +306,23 @@ func TestKafka_WrongSASLPassword_NothingDeadLettered_TheAgentSaysWhy(t *testing.
 		"OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD":  "wrong-pw",
 		"OUTBOX_RETRY_MAX_RETRIES":           "1", // a refusal must not spend it: nothing may be dead-lettered
 	})
+	// Every SCRAM exchange the broker answers, the refused ones included.
+	auths := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.SASLAuthenticate}, Observe: true, Count: -1})
 	a := startAgent(t, t.TempDir(), unusedEndpoint, env)
 	body, _ := trackBatch("kbadpw", 10)
 	if code, resp := post(t, a.url+"/v1/batch", body, false); code != http.StatusOK {
 		t.Fatalf("ingest: %d %s", code, resp)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(a.stderr.String(), "refuses our credentials") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent never said why nothing is delivered; stderr:\n%s", a.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	a.waitLog(t, 15*time.Second, "refuses our credentials")
+	// Several more tries reach the broker after the first refusal, each refused again: none of
+	// them may spend max_retries or log the refusal a second time. A SCRAM try is two
+	// SASLAuthenticate exchanges (client-first, client-final).
+	const moreTries = 3
+	after := auths.Hits()
+	if err := auths.Wait(ctxFor(t, 20*time.Second), after+2*moreTries); err != nil {
+		t.Fatalf("the broker saw %d SASL exchanges after the first refusal, want %d: %v", auths.Hits()-after, 2*moreTries, err)
 	}
-	time.Sleep(500 * time.Millisecond) // several more tries (batch.interval 50 ms); not a timing assertion
+	t.Logf("SASL exchanges: %d at the first refusal, %d now", after, auths.Hits())
 	var st struct {
 		Queue  struct{ Events int64 }
 		Dead   struct{ Events int64 }

@@ -55,16 +55,48 @@ func freeAddr(t testing.TB) string {
 	return addr
 }
 
-// syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and the test.
+// syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and the test, which can
+// wait for a line to be written (waitFor).
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed by the next Write; nil when nobody waits
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitFor blocks until the buffer holds every one of subs, or ctx ends (its error is returned).
+func (s *syncBuffer) waitFor(ctx context.Context, subs ...string) error {
+	for {
+		s.mu.Lock()
+		text := s.b.String()
+		all := true
+		for _, sub := range subs {
+			all = all && strings.Contains(text, sub)
+		}
+		if all {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {
@@ -154,6 +186,15 @@ func (p *proc) wait(t testing.TB, d time.Duration) (int, time.Duration) {
 	}
 	t.Fatalf("waiting for outbox: %v", p.err)
 	return -1, took
+}
+
+// waitLog waits until the process has logged every one of subs on stderr, at most d; the
+// test fails when it has not.
+func (p *proc) waitLog(t testing.TB, d time.Duration, subs ...string) {
+	t.Helper()
+	if err := p.stderr.waitFor(ctxFor(t, d), subs...); err != nil {
+		t.Fatalf("outbox did not log %q within %s; stderr:\n%s", subs, d, p.stderr.String())
+	}
 }
 
 func (p *proc) signal(t testing.TB, sig syscall.Signal) {

@@ -14,7 +14,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
-func TestRun_CorruptDataFile_Exits1NamingRecover_ThenRecoverFixesIt(t *testing.T) {
+func TestRun_CorruptDataFile_Exits3NamingRecover_ThenRecoverFixesIt(t *testing.T) {
 	s := sinktest.Start(t, sink.Options{})
 	dir := t.TempDir()
 	garbage := bytes.Repeat([]byte("not a bbolt file "), 4096)
@@ -24,8 +24,8 @@ func TestRun_CorruptDataFile_Exits1NamingRecover_ThenRecoverFixesIt(t *testing.T
 	env := agentEnv(dir, freeAddr(t), s.URL()+"/v1/batch", nil)
 	p := start(t, t.TempDir(), env, "run")
 	code, _ := p.wait(t, 10*time.Second)
-	if msg := p.stderr.String(); code != 1 || !strings.Contains(msg, "outbox recover") {
-		t.Fatalf("run on a corrupt file: exit %d, want 1 naming 'outbox recover'; stderr:\n%s", code, msg)
+	if msg := p.stderr.String(); code != exitDamaged || !strings.Contains(msg, "outbox recover") {
+		t.Fatalf("run on a corrupt file: exit %d, want %d naming 'outbox recover'; stderr:\n%s", code, exitDamaged, msg)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, store.FileName)); !bytes.Equal(b, garbage) {
 		t.Fatal("the corrupt file was modified")

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 )
@@ -240,7 +241,7 @@ func TestOpsKit_AlertRules_EachSaysWhatToDoAndReadsOnlyExportedMetrics(t *testin
 func TestOpsKit_AlertRules_PassPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Skip("promtool not on PATH (apt-get install prometheus): the alert rules are not checked by promtool")
+		testutil.MissingTool(t, "promtool not on PATH (apt-get install prometheus): the alert rules are not checked by promtool")
 	}
 	out, err := exec.Command(promtool, "check", "rules", alertsFile).CombinedOutput()
 	if err != nil {

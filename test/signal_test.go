@@ -80,7 +80,9 @@ func TestRun_SecondSignal_ExitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.signal(t, syscall.SIGTERM)
-	time.Sleep(100 * time.Millisecond) // let the first signal start the shutdown; not a timing assertion
+	// The sink sees nothing new when the shutdown starts (the upload it holds stays held): the
+	// agent's own log says its last upload pass has begun.
+	a.waitLog(t, 10*time.Second, "signal received: stopping intake, last upload pass", "agent shutting down: intake stopped")
 	a.signal(t, syscall.SIGINT)
 	code, took := a.wait(t, 15*time.Second)
 	if code != 0 {

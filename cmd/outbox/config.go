@@ -42,6 +42,8 @@ type loadedConfig struct {
 	Config  Config
 	Sources map[string]Source
 	File    string // the file read, "" when none
+	// UnknownEnv lists the OUTBOX_* variables that name no key (env_unknown.go), in name order.
+	UnknownEnv []unknownEnv
 }
 
 // configInput is what loadConfig reads besides the file itself.
@@ -164,7 +166,8 @@ func (lc *loadedConfig) readEnv(environ []string) error {
 		}
 		d := byEnv[name]
 		if d == nil {
-			return usageErrorf("environment variable %s is not a configuration key (OUTBOX_ variables are OUTBOX_ + the key with . as _, e.g. OUTBOX_UPLOAD_WRITE_KEY); unset it or fix its name", name)
+			lc.noteUnknownEnv(name) // reported, never fatal (env_unknown.go)
+			continue
 		}
 		if err := lc.set(d, value, Source{Kind: "env", Name: name}); err != nil {
 			return err

@@ -63,7 +63,17 @@ func printConfig(w io.Writer, lc *loadedConfig) error {
 		d := &keys[i]
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.key, displayValue(d, &lc.Config), lc.Sources[d.key])
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, u := range lc.UnknownEnv {
+		hint := ""
+		if u.Nearest != "" {
+			hint = "; did you mean " + u.Nearest + "?"
+		}
+		fmt.Fprintf(w, "# ignored: environment variable %s is not a configuration key%s\n", u.Name, hint)
+	}
+	return nil
 }
 
 // displayValue is the printable value of key d, with secrets redacted.

@@ -100,7 +100,6 @@ func TestConfig_Errors_NameKeyAndSourceAndExit2(t *testing.T) {
 		wants []string
 	}{
 		{name: "unknown key in the file", file: "batch:\n  intervall: 5s\n", wants: []string{"batch.intervall", "unknown", "outbox.yaml"}},
-		{name: "unknown OUTBOX_ variable", env: []string{"OUTBOX_UPLOAD_WRITEKEY=x"}, wants: []string{"OUTBOX_UPLOAD_WRITEKEY"}},
 		{name: "bad duration in the file", file: "batch:\n  interval: 5 seconds\n", wants: []string{"batch.interval", "file", "duration"}},
 		{name: "duration without unit", file: "upload:\n  timeout: 30\n", wants: []string{"upload.timeout", "file", "duration"}},
 		{name: "bad duration in env", env: []string{"OUTBOX_SHUTDOWN_TIMEOUT=soon"}, wants: []string{"shutdown.timeout", "env OUTBOX_SHUTDOWN_TIMEOUT"}},

@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/outboxhq/outbox/pkg/store"
 )
 
 // usageError marks an error as the user's to fix before anything runs: a bad flag, a wrong number
 // of arguments, an unknown or invalid configuration key. main maps it to exit code 2; every other
-// error is a runtime failure (exit code 1).
+// error is a runtime failure (exit code 1), except a damaged data file (exit code 3).
 type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
@@ -21,18 +23,26 @@ func usageErrorf(format string, args ...any) error {
 // Exit codes of the outbox binary (docs/CONTRACT.md, "Exit codes").
 const (
 	exitOK      = 0 // success
-	exitRuntime = 1 // runtime failure: locked or corrupt data dir, unreachable agent, ...
+	exitRuntime = 1 // runtime failure: locked data dir, unreachable agent, failed serving, ...
 	exitUsage   = 2 // usage or configuration error
+	// exitDamaged: the data file failed its check (a *store.CorruptError, at open or found later).
+	// It has a code of its own because, like a configuration error, restarting does not help:
+	// `outbox recover` does. Supervisors use it to stop restarting (systemd's
+	// RestartPreventExitStatus=2 3).
+	exitDamaged = 3
 )
 
 // exitCode maps the error a command returned to the process exit code.
 func exitCode(err error) int {
 	var ue *usageError
+	var ce *store.CorruptError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.As(err, &ce):
+		return exitDamaged
 	default:
 		return exitRuntime
 	}

@@ -28,8 +28,9 @@ down; a collector outage does not make it unready). Exit code 0 when the agent a
 
 It is meant for probes that run inside the agent's own network namespace, such as Kubernetes
 exec probes: the kubelet's httpGet probes come from the node, so they cannot reach an agent
-that listens on the pod's loopback (127.0.0.1), which is where it should listen. See
-docs/deploy/k8s-sidecar.yaml.
+that listens on the pod's loopback (127.0.0.1). The manifests in docs/deploy/kubernetes/
+listen on the pod IP with ingest auth and use httpGet probes on /readyz and /healthz; an agent
+kept on loopback takes 'outbox health [--ready]' as an exec probe instead.
 
 The agent is --agent URL, else http:// + ingest.listen from the configuration (0.0.0.0 and
 [::] become 127.0.0.1). /healthz and /readyz need no credential.`,

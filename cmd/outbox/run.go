@@ -47,8 +47,8 @@ TimeoutStopSec, Kubernetes terminationGracePeriodSeconds).
 --dev also starts a local collector (like 'outbox sink') on 127.0.0.1:8090, or a free port, that
 prints a line per batch, and points upload.endpoint at it: events flow with no account.
 
-Exit codes: 0 after a clean stop; 1 when the data directory is in use or corrupt (the message
-names 'outbox recover') or serving fails; 2 for a configuration error.`,
+Exit codes: 0 after a clean stop; 1 when the data directory is in use or serving fails; 2 for
+a configuration error; 3 when the data file is damaged (the message names 'outbox recover').`,
 		Example: `  outbox run --dev
   outbox run --config /etc/outbox/outbox.yaml
   OUTBOX_UPLOAD_WRITE_KEY=... outbox run --data-dir /var/lib/outbox --listen 127.0.0.1:8089`,
@@ -67,6 +67,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	}
 	cfg := lc.Config
 	log := a.logger(&cfg)
+	lc.warnUnknownEnv(log)
 	sigs := a.watchSignals()
 	defer sigs.Stop()
 
@@ -134,14 +135,19 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
+	sd := startSupervisor(log) // systemd READY/STOPPING/watchdog; no-op outside systemd (notify.go)
+	defer sd.Close()
+	sd.Ready()
 	select {
 	case err := <-corrupt:
-		// Damage found after Open: intake has stopped; exit 1 naming recover.
+		// Damage found after Open: intake has stopped; exit 3 naming recover.
 		log.Error("data file is damaged (found by the background check or a later read); stopping", "err", err)
+		sd.Stopping()
 		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case err := <-serveErr:
 		// Serving failed on its own; stop what remains, bounded as on a signal.
+		sd.Stopping()
 		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case sig := <-sigs.C:
@@ -149,6 +155,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	case <-cmd.Context().Done():
 		log.Info("stopping: last upload pass", "timeout", cfg.Agent.ShutdownTimeout.String())
 	}
+	sd.Stopping()
 	err = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 	left := client.Stats().Queue.Events
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/store"
 )
 
 func TestGracefulStop_SecondSignalCutsTheShutdownShort(t *testing.T) {
@@ -36,7 +39,7 @@ func TestGracefulStop_ReturnsWhatStopReturns(t *testing.T) {
 	}
 }
 
-func TestExitCode_MapsUsageErrorsTo2AndOthersTo1(t *testing.T) {
+func TestExitCode_MapsUsageErrorsTo2DamageTo3AndOthersTo1(t *testing.T) {
 	cases := []struct {
 		name string
 		err  error
@@ -45,6 +48,8 @@ func TestExitCode_MapsUsageErrorsTo2AndOthersTo1(t *testing.T) {
 		{"no error is 0", nil, 0},
 		{"a usage error is 2", usageErrorf("bad flag"), 2},
 		{"a wrapped usage error is still 2", errors.Join(errors.New("x"), usageErrorf("bad key")), 2},
+		{"a damaged data file is 3", &store.CorruptError{Path: "/d/outbox.db", Err: errors.New("bad page")}, 3},
+		{"a wrapped damaged data file is still 3", fmt.Errorf("open: %w", &store.CorruptError{Err: errors.New("x")}), 3},
 		{"anything else is 1", errors.New("data directory in use"), 1},
 	}
 	for _, tc := range cases {

@@ -1,4 +1,4 @@
-// Package testutil holds fixtures shared by the tests of several packages.
+// Package testutil holds fixtures and rules shared by the tests of several packages.
 package testutil
 
 import (

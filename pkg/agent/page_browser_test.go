@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
 	"github.com/outboxhq/outbox/pkg/uploader"
@@ -77,7 +78,7 @@ const readPage = `(() => {
 func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 	browser := findChromium()
 	if browser == "" {
-		t.Skip("no chromium on PATH (set CHROMIUM, or apt-get install chromium): the status page's browser test is skipped")
+		testutil.MissingTool(t, "no chromium on PATH (set CHROMIUM, or apt-get install chromium): the status page is not checked in a browser")
 	}
 	const accepted, steps = 100, 130
 	// The fake clock ends near the real one, so the sampled seconds and the upload times on
@@ -135,7 +136,7 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 	}
 	// Every charted column the agent samples has a point per sample; one it does not sample
 	// (pending_events until the client's stats carry it) is not drawn.
-	for _, name := range []string{"queue_events", "pending_events", "enqueued", "uploaded", "errors", "attempts"} {
+	for _, name := range []string{"queue_events", "pending_events", "enqueued", "uploaded", "errors", "attempts", "in_flight", "concurrency_limit"} {
 		_, sampled := s.Series[name]
 		points, drawn := first.Points[name]
 		switch {

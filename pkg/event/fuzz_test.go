@@ -100,7 +100,29 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("accepted input that is not an object: %v", err)
 		}
 		checkNormalised(t, in, out, typ)
+		checkIdempotent(t, out, typ)
 	})
+}
+
+// checkIdempotent asserts that normalising an accepted event's output again, through the same
+// route or the untyped one, accepts it and changes no byte: an event re-queued by a replay or
+// handed from the agent to the library must not get a second messageId or timestamp, a moved
+// context.library or a rewritten field.
+func checkIdempotent(t *testing.T, out []byte, typ string) {
+	t.Helper()
+	routes := []string{typ}
+	if typ != "" {
+		routes = append(routes, "")
+	}
+	for _, route := range routes {
+		again, err := event.Normalize(out, route, opts())
+		if err != nil {
+			t.Fatalf("Normalize(Normalize(x)) with type %q refused %s: %v", route, out, err)
+		}
+		if !bytes.Equal(again, out) {
+			t.Fatalf("Normalize(Normalize(x)) with type %q changed the event:\n first: %s\nsecond: %s", route, out, again)
+		}
+	}
 }
 
 func FuzzParseBatch(f *testing.F) {
@@ -142,6 +164,7 @@ func FuzzParseBatch(f *testing.F) {
 				t.Fatalf("event %d accepted but not an object: %v", i, err)
 			}
 			checkNormalised(t, raw, ev, "")
+			checkIdempotent(t, ev, "")
 		}
 	})
 }

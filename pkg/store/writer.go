@@ -229,11 +229,15 @@ func (s *Store) commitGroup() {
 		fail(fmt.Errorf("store: write counters: %w", err))
 		return
 	}
+	synced := !s.db.NoSync // read before Commit: the flag bbolt acts on
 	if err := tx.Commit(); err != nil {
 		fail(fmt.Errorf("store: commit: %w", err))
 		return
 	}
 	w.commits++
+	if synced {
+		w.synced++
+	}
 	for _, r := range s.pendingRuns {
 		s.intake.add(r.first, r.last, r.at)
 	}

@@ -72,14 +72,29 @@ func TestClient_Enqueue_FullQueueReturnsErrQueueFull(t *testing.T) {
 	cfg.Queue.MaxBytes = 1000 // a few events; the worker waits out batch.interval on a manual clock
 	c := open(t, cfg, uploader.WithClock(budgettest.New(time.Time{})))
 	var err error
-	for i := 0; i < 100 && err == nil; i++ {
-		err = c.Enqueue(context.Background(), track(i))
+	accepted := 0
+	for i := 0; i < 100; i++ {
+		if err = c.Enqueue(context.Background(), track(i)); err != nil {
+			break
+		}
+		accepted++
 	}
 	if !errors.Is(err, errs.ErrQueueFull) {
 		t.Fatalf("Enqueue into a full queue = %v, want errs.ErrQueueFull", err)
 	}
-	if !errors.Is(err, errs.ErrQueueFull) || !errors.Is(errs.ErrQueueFull, errs.ErrQueueFull) || !errors.Is(errs.ErrQueueFull, errs.ErrQueueFull) {
-		t.Errorf("errs.ErrQueueFull and errs.ErrQueueFull do not match each other both ways")
+	// Full now is retryable; it must not read as the never-fits error, or callers would drop
+	// events that fit once the queue drains.
+	if errors.Is(err, errs.ErrTooLarge) {
+		t.Errorf("Enqueue into a full queue = %v, which also matches errs.ErrTooLarge", err)
+	}
+	if !strings.HasPrefix(err.Error(), "uploader: ") {
+		t.Errorf("error %q, want it to start with \"uploader: \"", err)
+	}
+	if accepted == 0 {
+		t.Fatalf("the first Enqueue was refused; the test needs a queue that holds a few events")
+	}
+	if n := c.Stats().Queue.Events; n != int64(accepted) {
+		t.Errorf("queue holds %d events after %d accepted calls and one refused, want %d", n, accepted, accepted)
 	}
 }
 

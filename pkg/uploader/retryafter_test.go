@@ -1,6 +1,9 @@
 package uploader_test
 
 import (
+	"math/big"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,26 +59,87 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-// FuzzParseRetryAfter: never panics, and ok always comes with a delay in (0, MaxRetryAfter];
-// a value of digits only is ok exactly when it is not all zeros.
+// FuzzParseRetryAfter: ok always comes with a delay in (0, MaxRetryAfter] and absent is 0;
+// delay-seconds n parse to min(n s, MaxRetryAfter) (absent for 0); an HTTP-date parses to its
+// distance from the injected now, capped at MaxRetryAfter (absent at or before now). It checks
+// the fuzzer's string as it is, then a value built from its numbers whose answer is known:
+// offset as delay-seconds (with leadZeros zeros in front), and now+offset seconds written in one
+// of the three HTTP-date formats.
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range []string{"120", "0", "-1", "abc", " 5 ", "99999999999999999999",
 		"Tue, 04 Mar 2025 05:08:07 GMT", "Tuesday, 04-Mar-25 05:08:07 GMT", "Tue Mar  4 05:08:07 2025", ""} {
-		f.Add(s, int64(1741064767))
+		f.Add(s, int64(1741064767), int64(120), uint8(0))
 	}
-	f.Fuzz(func(t *testing.T, v string, unix int64) {
+	f.Add("3153600001", int64(0), int64(3153600001), uint8(1))
+	f.Add("", int64(1741064767), int64(-5), uint8(2))
+	f.Add("", int64(1741064767), int64(4000000000), uint8(3))
+	f.Fuzz(func(t *testing.T, v string, unix, offset int64, pick uint8) {
 		now := time.Unix(unix, 0)
-		d, ok := uploader.ParseRetryAfter(v, now)
-		if ok && (d <= 0 || d > uploader.MaxRetryAfter) {
-			t.Fatalf("ParseRetryAfter(%q) = %s, true: outside (0, MaxRetryAfter]", v, d)
-		}
-		if !ok && d != 0 {
-			t.Fatalf("ParseRetryAfter(%q) = %s, false: want 0 when absent", v, d)
-		}
-		if s := strings.TrimSpace(v); s != "" && strings.Trim(s, "0123456789") == "" {
-			if want := strings.Trim(s, "0") != ""; ok != want {
-				t.Fatalf("ParseRetryAfter(%q) ok = %v, want %v", v, ok, want)
+		checkRetryAfter(t, v, now)
+
+		if offset >= 0 {
+			digits := strings.Repeat("0", int(pick%4)) + strconv.FormatInt(offset, 10)
+			want := min(time.Duration(offset)*time.Second, uploader.MaxRetryAfter)
+			if offset > int64(uploader.MaxRetryAfter/time.Second) {
+				want = uploader.MaxRetryAfter // n s itself would overflow a Duration
 			}
+			wantRetryAfter(t, digits, now, want)
 		}
+
+		sec := unix + offset
+		if (offset > 0) != (sec > unix) {
+			return // overflow
+		}
+		when := time.Unix(sec, 0).UTC()
+		formats := []string{http.TimeFormat, time.RFC850, time.ANSIC}
+		format := formats[int(pick)%len(formats)]
+		lo, hi := 1000, 9999
+		if format == time.RFC850 {
+			lo, hi = 1969, 2068 // a two-digit year names one of these
+		}
+		if when.Year() < lo || when.Year() > hi {
+			return
+		}
+		date := when.Format(format)
+		if format == time.RFC850 {
+			date = strings.Replace(date, "UTC", "GMT", 1)
+		}
+		wantRetryAfter(t, date, now, min(when.Sub(now), uploader.MaxRetryAfter))
 	})
+}
+
+// checkRetryAfter asserts the properties of any value: the answer's range, and the answer
+// itself for a value of digits or one http.ParseTime reads.
+func checkRetryAfter(t *testing.T, v string, now time.Time) {
+	t.Helper()
+	d, ok := uploader.ParseRetryAfter(v, now)
+	if ok && (d <= 0 || d > uploader.MaxRetryAfter) {
+		t.Fatalf("ParseRetryAfter(%q) = %s, true: outside (0, MaxRetryAfter]", v, d)
+	}
+	if !ok && d != 0 {
+		t.Fatalf("ParseRetryAfter(%q) = %s, false: want 0 when absent", v, d)
+	}
+	s := strings.TrimSpace(v)
+	if s != "" && strings.Trim(s, "0123456789") == "" {
+		n, _ := new(big.Int).SetString(s, 10)
+		want := uploader.MaxRetryAfter
+		if n.Cmp(big.NewInt(int64(uploader.MaxRetryAfter/time.Second))) <= 0 {
+			want = time.Duration(n.Int64()) * time.Second
+		}
+		wantRetryAfter(t, v, now, want)
+		return
+	}
+	if at, err := http.ParseTime(s); err == nil {
+		wantRetryAfter(t, v, now, min(at.Sub(now), uploader.MaxRetryAfter))
+	}
+}
+
+// wantRetryAfter asserts ParseRetryAfter(v, now) is want, or absent when want is not positive.
+func wantRetryAfter(t *testing.T, v string, now time.Time, want time.Duration) {
+	t.Helper()
+	want = max(want, 0)
+	d, ok := uploader.ParseRetryAfter(v, now)
+	if d != want || ok != (want > 0) {
+		t.Fatalf("ParseRetryAfter(%q, %s) = %s, %v; want %s, %v", v, now.UTC(), d, ok, want, want > 0)
+	}
 }
