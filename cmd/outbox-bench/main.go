@@ -38,6 +38,7 @@ type options struct {
 	peerEvents      int    // events each peer-comparison client sends
 	peerRounds      int    // rounds of the peer comparison (medians)
 	peersDir        string // the bench/peers module
+	peerFaults      string // the peers' collector script (sink fault spec); "" answers 200 at once
 	child           string // internal: run one outbox client as a child process (peers section)
 	childEvents     string // internal: the child's events file
 	childEndpoint   string // internal: the child's collector
@@ -87,6 +88,7 @@ Usage: go run ./cmd/outbox-bench [flags]
 	fs.IntVar(&o.peerEvents, "peer-events", 200_000, "events each client sends in the peer comparison (-quick: 50000)")
 	fs.IntVar(&o.peerRounds, "peer-rounds", 3, "rounds of the peer comparison; the table shows medians (-quick: 1)")
 	fs.StringVar(&o.peersDir, "peers", "bench/peers", "directory of the bench/peers Go module (posthog-go and the plain HTTP batch client)")
+	fs.StringVar(&o.peerFaults, "peer-faults", "", `script of the peer comparison's collector, in outbox sink --fail syntax (e.g. "200:delay=50ms:default": a collector 50 ms away); empty answers 200 at once`)
 	fs.StringVar(&o.child, "child", "", "internal: run one outbox client (async, async-bytes or enqueue64) and print its figures")
 	fs.StringVar(&o.childEvents, "child-events", "", "internal: events file of -child")
 	fs.StringVar(&o.childEndpoint, "child-endpoint", "", "internal: collector of -child")

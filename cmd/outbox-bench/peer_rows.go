@@ -31,6 +31,9 @@ func (b *bench) peerRows() []row {
 	refRate, okRate := p.median(peerPosthog, rateOf)
 	refCPU, _ := p.median(peerPosthog, cpuOf)
 	rounds := fmt.Sprintf("median of %d round(s), %s events each", b.opt.peerRounds, thousands(int64(p.n)))
+	if b.opt.peerFaults != "" {
+		rounds += fmt.Sprintf("; every client's collector answers as scripted by %q", b.opt.peerFaults)
+	}
 	var rs []row
 	missing := func(name, client string) row {
 		if err := p.errs[client]; err != nil {

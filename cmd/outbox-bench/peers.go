@@ -74,8 +74,12 @@ type peerSink struct {
 	url string
 }
 
-func startPeerSink() (*peerSink, error) {
-	s, err := sink.New(sink.Options{DiscardEvents: true, NoValidate: true, MaxRequests: 16})
+func startPeerSink(faults string) (*peerSink, error) {
+	sc, err := sink.ParseFaults(faults)
+	if err != nil {
+		return nil, fmt.Errorf("-peer-faults: %w", err)
+	}
+	s, err := sink.New(sink.Options{Script: sc, DiscardEvents: true, NoValidate: true, MaxRequests: 16})
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +126,7 @@ func (b *bench) runPeers(ctx context.Context) {
 		b.fail("peers", fmt.Errorf("build %s: %w\n%s", b.opt.peersDir, err, out))
 		return
 	}
-	s, err := startPeerSink()
+	s, err := startPeerSink(b.opt.peerFaults)
 	if err != nil {
 		b.fail("peers", err)
 		return

@@ -97,6 +97,10 @@ var keys = []keyDef{
 		help: "PEM file of CA certificates to trust for the endpoint; empty = system roots"},
 	{key: "upload.split_rejected", kind: kindBool, field: func(c *Config) any { return &c.Upload.SplitRejected },
 		help: "split a batch rejected with 400/413/422 in half to isolate bad events"},
+	{key: "upload.concurrency", kind: kindString, field: func(c *Config) any { return &c.Upload.Concurrency },
+		help: "batches in flight at once: auto (adapts to the collector, 1 to upload.max_concurrency) or a number; 1 = strict FIFO"},
+	{key: "upload.max_concurrency", kind: kindInt, min: 1, field: func(c *Config) any { return &c.Upload.MaxConcurrency },
+		help: "the most batches upload.concurrency: auto keeps in flight"},
 	// The destination, and the keys of the Kafka one (destination.go builds it).
 	{key: "upload.destination", kind: kindString, enum: []string{"http", "kafka"}, field: func(c *Config) any { return &c.Dest.Kind },
 		help: "http (POST batches to upload.endpoint) or kafka (produce each event to upload.kafka.topic)"},

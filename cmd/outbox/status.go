@@ -102,6 +102,7 @@ func printStatus(w io.Writer, st *agent.Status, base string) error {
 	if st.Upload.FailingSince != nil {
 		row("failing since", clock(st.Upload.FailingSince))
 	}
+	row("in flight", fmt.Sprintf("%d batches (limit %d)", st.Upload.InFlight, st.Upload.Concurrency))
 	row("retry", retryLine(st))
 	row("store", fmt.Sprintf("%s on disk, sync %s", humanBytes(st.Store.FileBytes), orDash(st.Store.Sync)))
 	return tw.Flush()

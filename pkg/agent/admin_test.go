@@ -93,8 +93,12 @@ func TestStatus_HasTheSpecShape(t *testing.T) {
 			t.Errorf("%s keys = %v, want %v", obj, got, keys)
 		}
 	}
-	if up, _ := m["upload"].(map[string]any); len(up) != 0 {
-		t.Errorf("upload = %v, want every time absent before any attempt", up)
+	up, _ := m["upload"].(map[string]any)
+	if got := strings.Join(sortedKeys(up), ","); got != "concurrency_limit,in_flight" {
+		t.Errorf("upload = %v, want every time absent before any attempt, and the batches in flight and their limit", up)
+	}
+	if up["in_flight"] != 0.0 || up["concurrency_limit"] != 1.0 {
+		t.Errorf("upload = %v, want nothing in flight and a limit of 1 (auto starts at one) before any attempt", up)
 	}
 	if m["version"] == "" || m["version"] == nil {
 		t.Errorf("status has no version")

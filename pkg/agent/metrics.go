@@ -48,6 +48,7 @@ type gaugeValues struct {
 	deadEvents                  float64
 	fileBytes                   float64
 	lastSuccess                 time.Time // zero when no upload has succeeded yet
+	inFlight, limit             float64   // batches in flight, and the limit on them
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil → a new registry). It fails
@@ -121,6 +122,7 @@ type gaugeCollector struct {
 	m                                                                      *Metrics
 	queueEvents, queueBytes, oldestAge, deadEvents, fileBytes, lastSuccess *prometheus.Desc
 	pendingEvents, pendingBytes                                            *prometheus.Desc
+	inFlight, limit                                                        *prometheus.Desc
 }
 
 func newGaugeCollector(m *Metrics) *gaugeCollector {
@@ -138,13 +140,16 @@ func newGaugeCollector(m *Metrics) *gaugeCollector {
 			"Unix time of the last successful upload; 0 when none yet. Alert on its age."),
 		pendingEvents: desc("pending_events", "Events accepted by EnqueueAsync and not yet committed to the queue."),
 		pendingBytes:  desc("pending_bytes", "Normalised bytes of the events accepted by EnqueueAsync and not yet committed."),
+		inFlight:      desc("upload_in_flight", "Batches sent and not yet delivered or dead-lettered."),
+		limit: desc("upload_concurrency_limit",
+			"How many batches may be in flight now: upload.concurrency, or the adaptive limit under auto."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{g.queueEvents, g.queueBytes, g.oldestAge, g.deadEvents, g.fileBytes, g.lastSuccess,
-		g.pendingEvents, g.pendingBytes} {
+		g.pendingEvents, g.pendingBytes, g.inFlight, g.limit} {
 		ch <- d
 	}
 }
@@ -168,6 +173,7 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 		{g.queueEvents, v.queueEvents}, {g.queueBytes, v.queueBytes}, {g.oldestAge, v.oldestAge},
 		{g.deadEvents, v.deadEvents}, {g.fileBytes, v.fileBytes}, {g.lastSuccess, last},
 		{g.pendingEvents, v.pendingEvents}, {g.pendingBytes, v.pendingBytes},
+		{g.inFlight, v.inFlight}, {g.limit, v.limit},
 	} {
 		ch <- prometheus.MustNewConstMetric(p.d, prometheus.GaugeValue, p.v)
 	}

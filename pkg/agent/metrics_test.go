@@ -110,6 +110,8 @@ func TestMetrics_CountWhatHappened(t *testing.T) {
 		{"queue bytes drained", "outbox_queue_bytes", nil, 0},
 		{"nothing pending (ingest answers once its events are committed)", "outbox_pending_events", nil, 0},
 		{"no pending bytes", "outbox_pending_bytes", nil, 0},
+		{"nothing in flight once flushed", "outbox_upload_in_flight", nil, 0},
+		{"the concurrency limit is exported (auto starts at 1 and grows on good answers)", "outbox_upload_concurrency_limit", nil, 2},
 		{"one upload request answered 200", "outbox_upload_requests_total", map[string]string{"code": "200"}, 1},
 		{"one upload duration observed", "outbox_upload_duration_seconds", nil, 1},
 		{"one batch size observed", "outbox_batch_events", nil, 1},

@@ -23,6 +23,10 @@ const CHARTS = [
     { name: "attempts", label: "all/s", color: "#a0aec0" },
     { name: "errors", label: "failed/s", color: "#c53030" }, // drawn last, over "all"
   ]},
+  { id: "chart-inflight", title: "Batches in flight", series: [
+    { name: "concurrency_limit", label: "limit", color: "#a0aec0" },
+    { name: "in_flight", label: "in flight", color: "#2b6cb0" },
+  ]},
 ];
 
 const hist = { t: [], series: {}, counters: new Set(), interval: 1, nowMs: 0, maxBytes: 0, results: [], codes: {} };

@@ -136,7 +136,7 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 	}
 	// Every charted column the agent samples has a point per sample; one it does not sample
 	// (pending_events until the client's stats carry it) is not drawn.
-	for _, name := range []string{"queue_events", "pending_events", "enqueued", "uploaded", "errors", "attempts"} {
+	for _, name := range []string{"queue_events", "pending_events", "enqueued", "uploaded", "errors", "attempts", "in_flight", "concurrency_limit"} {
 		_, sampled := s.Series[name]
 		points, drawn := first.Points[name]
 		switch {

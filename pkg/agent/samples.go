@@ -13,7 +13,7 @@ import (
 )
 
 // The status page's history: one sample per second for the last hour. With the columns below
-// the ring holds 3600 × 8 int64s, about 230 KiB, allocated once.
+// the ring holds 3600 × 11 int64s (the time and ten columns), about 310 KiB, allocated once.
 const (
 	sampleInterval = time.Second
 	sampleCapacity = 3600
@@ -43,6 +43,8 @@ func sampledColumns() []column {
 		{name: "queue_bytes", read: func(s snapshot) int64 { return s.stats.Queue.Bytes }},
 		{name: "pending_events", read: func(s snapshot) int64 { return s.stats.Queue.PendingEvents }},
 		{name: "dead_events", read: func(s snapshot) int64 { return s.stats.Dead.Events }},
+		{name: "in_flight", read: func(s snapshot) int64 { return int64(s.stats.Upload.InFlight) }},
+		{name: "concurrency_limit", read: func(s snapshot) int64 { return int64(s.stats.Upload.ConcurrencyLimit) }},
 		{name: "enqueued", counter: true, read: func(s snapshot) int64 { return s.stats.Counters.EventsEnqueued }},
 		{name: "uploaded", counter: true, read: func(s snapshot) int64 { return s.stats.Counters.EventsUploaded }},
 		{name: "attempts", counter: true, read: func(s snapshot) int64 { return sumCodes(s.codes, false) }},

@@ -42,6 +42,8 @@ type UploadStatus struct {
 	LastSuccess  *time.Time `json:"last_success,omitempty"`
 	LastResult   string     `json:"last_result,omitempty"`   // HTTP status or network error class
 	FailingSince *time.Time `json:"failing_since,omitempty"` // first failure since the last success
+	InFlight     int        `json:"in_flight"`               // batches sent and not yet delivered or dead-lettered
+	Concurrency  int        `json:"concurrency_limit"`       // how many may be in flight now (upload.concurrency, or auto's limit)
 }
 
 // RetryStatus describes the retry state of the head batch.
@@ -86,6 +88,8 @@ func statusFromStats(s uploader.Stats) Status {
 			LastSuccess:  optTime(s.Upload.LastSuccess),
 			LastResult:   s.Upload.LastResult,
 			FailingSince: optTime(s.Upload.FailingSince),
+			InFlight:     s.Upload.InFlight,
+			Concurrency:  s.Upload.ConcurrencyLimit,
 		},
 		Retry:   RetryStatus{Path: path, Attempt: s.Retry.Attempt, WaitingUntil: optTime(s.Retry.WaitingUntil)},
 		Store:   StoreStatus{FileBytes: s.Store.FileBytes, Sync: s.Store.Sync},
@@ -104,5 +108,7 @@ func gaugesFromStats(s uploader.Stats) gaugeValues {
 		deadEvents:    float64(s.Dead.Events),
 		fileBytes:     float64(s.Store.FileBytes),
 		lastSuccess:   s.Upload.LastSuccess,
+		inFlight:      float64(s.Upload.InFlight),
+		limit:         float64(s.Upload.ConcurrencyLimit),
 	}
 }

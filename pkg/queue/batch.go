@@ -12,7 +12,7 @@ import (
 type Batch struct {
 	Events [][]byte     // stored bytes, owned by the caller
 	Bytes  int          // sum of len(Events)
-	Retry  budget.State // restored state when this is the head batch of a restart
+	Retry  budget.State // the state saved for this batch before a restart (SaveRetry), else zero
 	keys   [][]byte
 	read   *store.Batch // what the store read; nil for a half of a split batch
 }

@@ -7,7 +7,7 @@
 //	                                 │
 //	                   Ack ◄─────────┼─────────► DeadLetter ──► dead ──DeadReplay──► queued (tail)
 //	               (deleted, one tx) │           (moved, one tx)   └─DeadPurge──► gone
-//	                                 └─SaveRetry: head batch retry state, kept across restarts
+//	                                 └─SaveRetry: the batch's retry state, kept across restarts
 //
 // Enqueue returns nil only after its events are committed (and fsynced unless
 // NoSync); concurrent producers share one transaction and one fsync. Lease
@@ -17,6 +17,18 @@
 // read ahead with LeaseAfter (the batch Lease will return once the given one
 // has left) and acknowledge several delivered batches in one commit with
 // AckAll.
+//
+// # Several batches in flight
+//
+// A consumer may hold many leases at once (Lease, then LeaseAfter the last one
+// leased) and settle them in any order, from several goroutines: Ack,
+// DeadLetter and SaveRetry each touch only their own batch's keys, in one
+// transaction (concurrent calls share the store's group commit). Each batch's
+// retry state is saved under its first key, so after a crash every batch that
+// was in flight comes back whole with its own state: a run read from the head
+// (or after a batch) ends before the next batch with a saved state, and a saved
+// batch keeps its saved event count. Nothing acknowledged can come back, and
+// what comes back again is at most the batches that were in flight.
 //
 // # Quota
 //

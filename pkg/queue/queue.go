@@ -13,7 +13,8 @@ import (
 )
 
 // Queue is the durable FIFO of one data directory. Enqueue is safe for
-// concurrent use; Lease/Ack/DeadLetter/SaveRetry assume a single consumer.
+// concurrent use. Lease and LeaseAfter assume a single consumer, which may settle the
+// batches it holds (Ack, DeadLetter, SaveRetry) from several goroutines, in any order.
 type Queue struct {
 	s      *store.Store
 	cfg    Config
@@ -78,8 +79,8 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 // Lease returns the oldest events as one batch: at most maxEvents, at most
 // maxBytes (but always at least one event), or nil, nil when the queue is
 // empty. It does not block and does not remove anything: the batch stays at
-// the head until Ack or DeadLetter. After a restart the head batch whose
-// retry state was saved comes back whole, with that state in Batch.Retry.
+// the head until Ack or DeadLetter. After a restart a batch whose retry state was
+// saved comes back whole, with that state in Batch.Retry.
 func (q *Queue) Lease(maxEvents, maxBytes int) (*Batch, error) {
 	sb, err := q.s.Head(context.Background(), maxEvents, maxBytes)
 	if err != nil || sb == nil {
@@ -99,8 +100,9 @@ func (q *Queue) Ack(b *Batch) error {
 	return nil
 }
 
-// SaveRetry persists st as the retry state of b, which must be the head
-// batch; after a restart Lease returns the same batch carrying st.
+// SaveRetry persists st as the retry state of b, a batch in flight (leased and not yet
+// acked or dead-lettered); after a restart Lease or LeaseAfter returns the same batch,
+// carrying st. It is ignored when b has left the queue.
 func (q *Queue) SaveRetry(b *Batch, st budget.State) error {
 	if b == nil || len(b.keys) == 0 {
 		return nil
@@ -146,9 +148,8 @@ func (q *Queue) Stats() store.Stats { return q.s.Stats() }
 
 // AckAll deletes the events of several batches in one transaction (one fsync), as Ack does
 // for one: a consumer that delivers batch after batch acknowledges the ones whose acks would
-// otherwise wait for each other's commits together. The batches are given in queue order; a
-// saved retry state is cleared when it belongs to the first of them (only the head batch has
-// one).
+// otherwise wait for each other's commits together. The batches are given in queue order;
+// the retry states saved for any of them are cleared with them.
 func (q *Queue) AckAll(batches ...*Batch) error {
 	var keys [][]byte
 	for _, b := range batches {

@@ -11,7 +11,8 @@
 //	events  KSUID (20 bytes) → record(event bytes)          FIFO by key
 //	dead    KSUID (20 bytes) → record(info + events)        one dead batch
 //	meta    "counts"         → record(5 × u64 totals)       updated by every commit
-//	        "retry"          → record(head key, count, state) head batch retry state
+//	        "r/"+KSUID       → record(head key, count, state) retry state of a batch in flight
+//	        "retry"          → the same, for the head batch only (files of earlier versions)
 //	        "format"         → record(1)
 //
 // Every value is a record: [version byte][CRC-32C of payload][payload]. Reads

@@ -22,7 +22,7 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 			return err
 		}
 		if len(r.keys) > 0 {
-			return clearRetry(b, r.keys[0])
+			return clearRetry(b, r.keys[0], r.keys[len(r.keys)-1])
 		}
 		return nil
 	case opDead:
@@ -31,8 +31,11 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 		if b.events.Get(r.keys[0]) == nil {
 			return nil
 		}
+		if err := clearLegacyRetry(b, r.keys[0]); err != nil {
+			return err
+		}
 		v := append(append([]byte(nil), r.keys[0]...), binary.BigEndian.AppendUint32(nil, uint32(r.count))...)
-		return b.meta.Put(metaRetry, encodeRecord(append(v, r.info...)))
+		return b.meta.Put(retryKey(r.keys[0]), encodeRecord(append(v, r.info...)))
 	case opReplay:
 		return s.applyReplay(b, r, w)
 	case opPurge:
@@ -45,7 +48,7 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 		if w.Events < n {
 			s.drop(w, ReasonChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
 		}
-		return clearRetry(b, r.keys[0])
+		return clearRetry(b, r.keys[0], r.keys[0])
 	case opFixCounts:
 		w.Events += r.delta.Events
 		w.Bytes += r.delta.Bytes
@@ -128,12 +131,46 @@ func (w *writerState) nextKey(now time.Time) ksuid.KSUID {
 	return w.last
 }
 
-func clearRetry(b buckets, headKey []byte) error {
+// clearRetry deletes the retry states saved for batches that start between first and last
+// (the keys of one batch, or of several consecutive ones acknowledged together), in either
+// form (see retryKey).
+func clearRetry(b buckets, first, last []byte) error {
+	if err := clearLegacyRetry(b, first); err != nil {
+		return err
+	}
+	var gone [][]byte
+	c := b.meta.Cursor()
+	for k, _ := c.Seek(retryKey(first)); k != nil && bytes.HasPrefix(k, []byte(retryPrefix)) &&
+		bytes.Compare(k[len(retryPrefix):], last) <= 0; k, _ = c.Next() {
+		gone = append(gone, append([]byte(nil), k...))
+	}
+	for _, k := range gone {
+		if err := b.meta.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clearLegacyRetry deletes the single head retry state of files written before several
+// batches could be in flight, when it belongs to headKey.
+func clearLegacyRetry(b buckets, headKey []byte) error {
 	if v := b.meta.Get(metaRetry); v != nil && len(v) >= recordHeader+20 && bytes.Equal(v[recordHeader:recordHeader+20], headKey) {
 		return b.meta.Delete(metaRetry)
 	}
 	return nil
 }
+
+// retryKey is the meta key of the retry state of the batch whose first event key is headKey:
+// one per batch in flight, so that each keeps its own across a restart. The prefix sorts
+// before every other meta key ("counts", "format", "retry"), and a cursor seek finds the next
+// saved batch at or after a key.
+func retryKey(headKey []byte) []byte {
+	return append(append(make([]byte, 0, len(retryPrefix)+len(headKey)), retryPrefix...), headKey...)
+}
+
+// retryPrefix starts every per-batch retry key in meta.
+const retryPrefix = "r/"
 
 func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState) error {
 	events := make([][]byte, 0, len(keys))
@@ -145,7 +182,7 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 		return nil
 	}
 	slices.Reverse(events) // deleted last key first
-	if err := clearRetry(b, keys[0]); err != nil {
+	if err := clearRetry(b, keys[0], keys[len(keys)-1]); err != nil {
 		return err
 	}
 	id := w.nextKey(s.opt.Now())

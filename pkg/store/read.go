@@ -179,15 +179,12 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 	if k == nil {
 		return nil, nil, false
 	}
-	var retry []byte
-	if rv := tx.Bucket(bucketMeta).Get(metaRetry); rv != nil {
-		if p, err := decodeRecord(rv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
-			maxEvents = int(binary.BigEndian.Uint32(p[20:24]))
-			maxBytes = -1
-			retry = append([]byte{}, p[24:]...)
-		}
+	retry, saved, stopAt := savedRetry(tx.Bucket(bucketMeta), k)
+	if saved > 0 {
+		maxEvents, maxBytes = saved, -1
 	}
-	n, size := runSize(c, k, v, maxEvents, maxBytes)
+	n, size := runSize(c, k, v, maxEvents, maxBytes, stopAt)
+	maxEvents = n                     // the walk below stops where runSize did, before the next saved batch too
 	k, v = c.Seek(k)                  // back to the first key (k is still valid: the transaction holds its page)
 	keys := make([]byte, 0, n*len(k)) // every key is a KSUID: n of k's length
 	block := getBlock(size - cap(keys))
@@ -223,9 +220,12 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 // many events it holds and the bytes of their keys and payloads. It reads only lengths, so a
 // record that fails its checksum is counted: readRun, which verifies, ends the batch there.
 // c is left past the run.
-func runSize(c *bolt.Cursor, k, v []byte, maxEvents, maxBytes int) (n, size int) {
+func runSize(c *bolt.Cursor, k, v []byte, maxEvents, maxBytes int, stopAt []byte) (n, size int) {
 	total := 0
 	for ; k != nil && n < maxEvents; k, v = c.Next() {
+		if n > 0 && stopAt != nil && bytes.Compare(k, stopAt) >= 0 {
+			break
+		}
 		p := max(len(v)-recordHeader, 0)
 		if n > 0 && maxBytes >= 0 && total+p > maxBytes {
 			break
@@ -235,4 +235,29 @@ func runSize(c *bolt.Cursor, k, v []byte, maxEvents, maxBytes int) (n, size int)
 		size += len(k) + p
 	}
 	return n, size
+}
+
+// savedRetry looks up the retry state saved for the batch that starts at key k: its state and
+// event count (0 when none was saved), and stopAt, the first key of the next batch with a saved
+// state (nil when none): a run read from k ends before it, so that every batch that was in
+// flight comes back whole with its own state after a restart, whatever was acknowledged
+// around it. The single head state of older files (metaRetry) is honoured too.
+func savedRetry(meta *bolt.Bucket, k []byte) (retry []byte, count int, stopAt []byte) {
+	if rv := meta.Get(metaRetry); rv != nil {
+		if p, err := decodeRecord(rv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
+			retry, count = append([]byte{}, p[24:]...), int(binary.BigEndian.Uint32(p[20:24]))
+		}
+	}
+	c := meta.Cursor()
+	mk, mv := c.Seek(retryKey(k))
+	if mk != nil && bytes.Equal(mk[len(retryPrefix):], k) && bytes.HasPrefix(mk, []byte(retryPrefix)) {
+		if p, err := decodeRecord(mv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
+			retry, count = append([]byte{}, p[24:]...), int(binary.BigEndian.Uint32(p[20:24]))
+		}
+		mk, _ = c.Next()
+	}
+	if mk != nil && bytes.HasPrefix(mk, []byte(retryPrefix)) {
+		stopAt = append([]byte(nil), mk[len(retryPrefix):]...)
+	}
+	return retry, count, stopAt
 }

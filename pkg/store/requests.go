@@ -98,8 +98,9 @@ func (s *Store) appendRequest(r *request, events [][]byte) error {
 	return nil
 }
 
-// Delete removes the events with these keys (and the head retry state when
-// it belongs to keys[0]) in one transaction. Missing keys are ignored.
+// Delete removes the events with these keys, ascending (and the retry states saved for
+// batches that start between the first and the last), in one transaction. Missing keys are
+// ignored.
 func (s *Store) Delete(ctx context.Context, keys [][]byte) error {
 	return s.submit(ctx, &request{kind: opDelete, keys: keys})
 }
@@ -110,8 +111,8 @@ func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info []byte) error 
 	return s.submit(ctx, &request{kind: opDead, keys: keys, info: info})
 }
 
-// SaveRetry stores the retry state of the head batch (first key headKey,
-// count events). It is ignored when headKey is no longer stored.
+// SaveRetry stores the retry state of a batch in flight (first key headKey, count events),
+// beside those of the other batches in flight. It is ignored when headKey is no longer stored.
 func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, state []byte) error {
 	return s.submit(ctx, &request{kind: opRetry, keys: [][]byte{headKey}, count: count, info: state})
 }

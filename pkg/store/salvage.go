@@ -15,6 +15,7 @@ type kv struct{ k, v []byte }
 type salvaged struct {
 	events, dead []kv
 	retry        []byte
+	retries      []kv    // per-batch retry states (retryKey)
 	stored       *counts // the file's counters; nil when unreadable
 	badRecords   int
 	badPages     int
@@ -85,6 +86,8 @@ func salvage(data []byte) salvaged {
 				switch {
 				case bytes.Equal(k, metaRetry):
 					s.retry = rec.v
+				case bytes.HasPrefix(k, []byte(retryPrefix)):
+					s.retries = append(s.retries, rec)
 				case bytes.Equal(k, metaCounts):
 					if c, err := readCounts(oneValue(val)); err == nil {
 						s.stored = &c
@@ -175,6 +178,11 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 		meta := tx.Bucket(bucketMeta)
 		if sal.retry != nil {
 			if err := meta.Put(metaRetry, sal.retry); err != nil {
+				return err
+			}
+		}
+		for _, r := range sal.retries {
+			if err := meta.Put(r.k, r.v); err != nil {
 				return err
 			}
 		}

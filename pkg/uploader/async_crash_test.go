@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -22,6 +23,7 @@ const (
 	envAsyncDir      = "OUTBOX_UPLOADER_ASYNC_DIR"
 	envAsyncEndpoint = "OUTBOX_UPLOADER_ASYNC_ENDPOINT"
 	envAsyncCycle    = "OUTBOX_UPLOADER_ASYNC_CYCLE"
+	envAsyncConc     = "OUTBOX_UPLOADER_ASYNC_CONCURRENCY" // upload.concurrency; "" keeps the default
 )
 
 // TestAsyncCrashChild calls EnqueueAsync in a loop from one goroutine (queue.sync: always)
@@ -36,6 +38,9 @@ func TestAsyncCrashChild(t *testing.T) {
 	cfg.Upload.Endpoint = os.Getenv(envAsyncEndpoint)
 	cfg.Queue.Sync = "always"
 	cfg.Batch.MaxEvents = 100
+	if v := os.Getenv(envAsyncConc); v != "" {
+		cfg.Upload.Concurrency = v
+	}
 	c, err := uploader.Open(cfg)
 	if err != nil {
 		fmt.Println("ERR", err)
@@ -65,12 +70,35 @@ func TestEnqueueAsync_EventsWhoseDoneSawNilSurviveKill9(t *testing.T) {
 		t.Skip("subprocess crash test")
 	}
 	s := sinkOK(t)
+	killNineAndCheck(t, s, "")
+}
+
+func TestInFlight_Kill9WithManyBatchesInFlightAndAcksOutOfOrder_LosesNothingAndBoundsDuplicates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess crash test")
+	}
+	// Answers that take 1 ms or 30 ms at random: batches overtake each other and their acks
+	// land out of order.
+	s := startScript(t, "seed=7,200:delay=30ms:40%,200:delay=1ms:default")
+	const conc = 16
+	dups := killNineAndCheck(t, s, fmt.Sprint(conc))
+	// Each kill re-sends at most the batches that were in flight (of at most 100 events).
+	if limit := int64(3 * conc * 100); dups > limit {
+		t.Errorf("%d duplicates after 3 kills, want at most %d (3 × %d batches in flight × 100 events)", dups, limit, conc)
+	}
+}
+
+// killNineAndCheck runs the EnqueueAsync child 3 times against s, killing it with SIGKILL
+// after a number of acknowledged events, then uploads what is left and checks that every
+// acknowledged event arrived. It returns the duplicates the collector saw.
+func killNineAndCheck(t *testing.T, s *sink.Server, concurrency string) int64 {
+	t.Helper()
 	dir := t.TempDir()
 	acked := map[string]bool{}
 	for cycle := range 3 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestAsyncCrashChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), envAsyncChild+"=1", envAsyncDir+"="+dir, envAsyncEndpoint+"="+s.URL()+"/v1/batch",
-			fmt.Sprintf("%s=%d", envAsyncCycle, cycle))
+			fmt.Sprintf("%s=%d", envAsyncCycle, cycle), envAsyncConc+"="+concurrency)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -120,6 +148,7 @@ func TestEnqueueAsync_EventsWhoseDoneSawNilSurviveKill9(t *testing.T) {
 	}
 	t.Logf("%d acknowledged events over 3 kill -9 cycles, all delivered (%d events at the sink, duplicates %d)",
 		len(acked), s.Stats().Events, s.Stats().Duplicates)
+	return s.Stats().Duplicates
 }
 
 func messageID(t *testing.T, e []byte) string {

@@ -58,6 +58,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 		return next{kind: nextStop}
 	}
 	o = o.normalized()
+	w.observeAttempt(o, took)
 	// A success only adds its ack to those committing; any other outcome may write b's retry
 	// state, dead-letter it or split it, which needs b to be the head: every earlier ack first.
 	var ackErr error
@@ -104,6 +105,9 @@ func (w *worker) route(t *tried) next {
 	split := w.cfg.Upload.SplitRejected
 	switch t.o.Class {
 	case ClassSuccess:
+		if w.gate != nil {
+			return w.ackNow(t.b, t.info)
+		}
 		return orRestart(next{kind: nextDone}, w.startAck(t.b, t.info))
 	case ClassRateLimited:
 		wait, err := t.bud.RateLimited(t.o.RetryAfter)
@@ -134,6 +138,9 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 	}
 	if err := w.q.SaveRetry(t.b, t.bud.State()); err != nil {
 		w.log.Warn("save retry state", "error", err)
+	}
+	if path == PathRateLimit && w.gate != nil {
+		w.gate.pauseUntil(w.clock.Now().Add(wait)) // a Retry-After holds every batch, not this one alone
 	}
 	w.board.count(func(c *Counters) {
 		if path == PathRateLimit {

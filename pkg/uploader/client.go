@@ -88,6 +88,11 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		ackFault:   o.ackFault,
 	}
 	c.w.prep, _ = dest.(preparer)
+	if cfg.Upload.fixedConcurrency() != 1 {
+		if bound := destinationBound(dest); bound != 1 {
+			c.w.gate = newGate(cfg.Upload, bound, o.clock)
+		}
+	}
 	c.w.start()
 	return c, nil
 }
@@ -167,10 +172,10 @@ func withIndex(err error, i int) error {
 }
 
 // Flush waits until every accepted EnqueueAsync call's done has returned, then asks the worker
-// to upload now, ignoring batch.interval, and waits. It returns nil
-// when the queue is empty, ctx's error when ctx ends first, a *WaitingError when the worker
-// waits on a retry budget (the queue will not empty before its Until), the *HookError or
-// *ConfigError that keeps the head batch from being sent, or errs.ErrClosed after Close.
+// to upload now, ignoring batch.interval, and waits. It returns nil when the queue is empty,
+// ctx's error when ctx ends first, a *WaitingError when the worker waits on a retry budget
+// (with several batches in flight, once every one of them waits; the queue will not empty
+// before its Until), the *HookError or *ConfigError that keeps the head batch from being sent, or errs.ErrClosed after Close.
 func (c *Client) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	closed := c.closed
@@ -187,7 +192,9 @@ func (c *Client) Flush(ctx context.Context) error {
 	for {
 		st, ch, _ := c.board.read()
 		switch {
-		case st.Path != PathNone:
+		case st.Path != PathNone && (c.w.gate == nil || st.Waiting >= st.InFlight):
+			// With several batches in flight, only once every one of them waits: until
+			// then the others are still delivering.
 			return &WaitingError{Path: st.Path, Until: st.WaitingUntil, Err: st.WaitErr}
 		case st.Paused != nil:
 			return st.Paused

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
@@ -29,6 +31,8 @@ const (
 	DefaultWhenFull        = "reject"
 	DefaultSync            = "always"
 	DefaultDeadMaxBytes    = 256 << 20
+	DefaultConcurrency     = "auto"
+	DefaultMaxConcurrency  = 32
 )
 
 // Config is the client's configuration. Each section and field maps 1:1 onto a configuration key
@@ -65,6 +69,25 @@ type UploadConfig struct {
 	Headers       map[string]string `mapstructure:"headers"`        // extra request headers; not the reserved ones (see Validate)
 	CAFile        string            `mapstructure:"ca_file"`        // PEM roots added to the system pool
 	SplitRejected bool              `mapstructure:"split_rejected"` // bisect 400/422, split 413; default true
+	// Concurrency is how many batches may be in flight at once: "auto" (adapt between 1 and
+	// MaxConcurrency from what the destination answers; limiter.go) or a whole number >= 1
+	// fixing it ("1": strict FIFO delivery, one batch at a time). "" → auto.
+	Concurrency string `mapstructure:"concurrency"`
+	// MaxConcurrency bounds auto's limit. 0 → 32.
+	MaxConcurrency int `mapstructure:"max_concurrency"`
+}
+
+// fixedConcurrency is upload.concurrency as a number, 0 for auto (or an invalid value, which
+// Validate reports).
+func (u UploadConfig) fixedConcurrency() int {
+	if u.Concurrency == "" || u.Concurrency == DefaultConcurrency {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(u.Concurrency))
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
 }
 
 // BatchConfig is the batch.* section: a batch is sent when either size is reached or the
@@ -109,6 +132,10 @@ func (c Config) withDefaults() Config {
 	setStr(&c.DataDir, DefaultDataDir)
 	setStr(&c.Upload.Endpoint, DefaultEndpoint)
 	setStr(&c.Upload.Format, DefaultFormat)
+	setStr(&c.Upload.Concurrency, DefaultConcurrency)
+	if c.Upload.MaxConcurrency == 0 {
+		c.Upload.MaxConcurrency = DefaultMaxConcurrency
+	}
 	setStr(&c.Queue.WhenFull, DefaultWhenFull)
 	setStr(&c.Queue.Sync, DefaultSync)
 	if c.Limits.MaxEventBytes == 0 {
@@ -165,6 +192,12 @@ func (c Config) Validate() error {
 	}
 	if c.Upload.Timeout < 0 {
 		bad("upload.timeout", c.Upload.Timeout, "must be greater than zero")
+	}
+	if c.Upload.Concurrency != DefaultConcurrency && c.Upload.fixedConcurrency() == 0 {
+		bad("upload.concurrency", fmt.Sprintf("%q", c.Upload.Concurrency), "must be auto or a whole number of batches in flight, at least 1")
+	}
+	if c.Upload.MaxConcurrency < 0 || c.Upload.MaxConcurrency > 1024 {
+		bad("upload.max_concurrency", c.Upload.MaxConcurrency, "must be between 1 and 1024")
 	}
 	if c.Upload.CAFile != "" {
 		if _, err := loadCAFile(c.Upload.CAFile); err != nil {

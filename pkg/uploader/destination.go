@@ -25,7 +25,8 @@ type Destination interface {
 	Name() string
 	// Send delivers one batch. It must return soon after ctx ends (Close's deadline, or the
 	// per-attempt upload.timeout); the worker then treats the attempt as cut short, not as an
-	// outcome. It is only ever called from the worker goroutine, one batch at a time.
+	// outcome. It is called for one batch at a time, unless the destination implements
+	// BoundedDestination (then from several goroutines at once, up to its bound).
 	Send(ctx context.Context, b Batch) Outcome
 	// Close releases the destination's connections. The client calls it once, after the
 	// worker's last Send.

@@ -30,7 +30,9 @@ type AttemptInfo struct {
 // Hooks are optional callbacks; a nil func is skipped. They must return quickly, and since
 // they run on different goroutines (each field says which), hooks that share state must
 // synchronise. The agent uses them for its Prometheus metrics; applications for delivery
-// callbacks.
+// callbacks. With several batches in flight (upload.concurrency other than 1) the hooks said to
+// run on the worker or acker goroutine run instead on the goroutine of the batch concerned,
+// several at once, and OnDelivered follows the order in which acks commit.
 type Hooks struct {
 	// OnDelivered runs when the collector accepted a batch and its ack has committed (it left
 	// the queue). It runs on the acker goroutine as soon as the ack commits, in delivery

@@ -62,6 +62,10 @@ func buildHTTPClient(cfg UploadConfig, o options) (*http.Client, error) {
 	return hc, nil
 }
 
+// MaxInFlight is 0: Send is safe for concurrent use and the HTTP destination has no bound of
+// its own (upload.concurrency and upload.max_concurrency bound it).
+func (d *httpDestination) MaxInFlight() int { return 0 }
+
 // Name is "http".
 func (d *httpDestination) Name() string { return "http" }
 

@@ -43,6 +43,7 @@ func TestWorker_Pipelined_DeliversInFIFOOrderUnderAMixOfFailures(t *testing.T) {
 	s := startScript(t, "ok,503,ok,429:ra=1,ok,ok,500,413,ok,ok,ok")
 	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
 	cfg.Batch.MaxEvents = 4
+	cfg.Upload.Concurrency = "1" // strict FIFO
 	c := open(t, cfg, uploader.WithClock(autoClock()))
 	enqueue(t, c, 0, 24) // one commit: every batch is due at once
 
@@ -81,6 +82,7 @@ func TestWorker_Pipelined_CloseDuringAnInFlightBatchLeavesTheUnsentBatchesOnDisk
 	dir := t.TempDir()
 	cfg := testConfig(dir, s.URL()+"/v1/batch")
 	cfg.Batch.MaxEvents = 2
+	cfg.Upload.Concurrency = "1" // one batch in flight, the next prefetched
 	c := open(t, cfg, uploader.WithClock(budgettest.New(time.Time{})))
 	enqueue(t, c, 0, 6)
 	if err := s.WaitRequests(waitCtx(t), 2); err != nil {

@@ -35,6 +35,7 @@ func TestWorker_FailedAck_SendsAgainFromTheHeadAndLosesNothing(t *testing.T) {
 	cfg.Upload.Gzip = false
 	cfg.Queue.Sync = "none"
 	cfg.Batch.MaxEvents = 2
+	cfg.Upload.Concurrency = "1" // the pipelined acker of one batch in flight
 	c, err := Open(cfg, WithClock(budgettest.NewAuto(time.Time{})), failFirstAcks(1))
 	if err != nil {
 		t.Fatal(err)

@@ -49,6 +49,10 @@ type UploadStats struct {
 	LastSuccess  time.Time // when the collector last accepted a batch
 	LastResult   string    // "200", "503", "maybe_sent", "hook_error", … of the last attempt
 	FailingSince time.Time // first failed attempt since the last success; zero when not failing
+	// InFlight is the number of batches leased and not yet delivered or dead-lettered;
+	// ConcurrencyLimit is how many may be in flight now (upload.concurrency, or auto's
+	// current limit).
+	InFlight, ConcurrencyLimit int
 }
 
 // RetryStats describes the head batch's retry state.
@@ -88,6 +92,9 @@ type workerState struct {
 	LastSuccess  time.Time
 	LastResult   string
 	FailingSince time.Time
+	InFlight     int // batches in flight (several only with upload.concurrency other than 1)
+	Waiting      int // of them, those waiting out a retry wait or a Retry-After pause
+	Limit        int // how many may be in flight now
 }
 
 // board is what the worker publishes and the Client reads: the worker state (for Stats and
@@ -130,13 +137,18 @@ func (b *board) read() (workerState, <-chan struct{}, Counters) {
 func (c *Client) Stats() Stats {
 	qs := c.q.Stats()
 	st, _, ctr := c.board.read()
+	if c.w.gate == nil && st.Busy {
+		st.InFlight = 1
+	}
 	s := Stats{
 		Upload: UploadStats{
-			Destination:  c.w.dest.Name(),
-			LastAttempt:  st.LastAttempt,
-			LastSuccess:  st.LastSuccess,
-			LastResult:   st.LastResult,
-			FailingSince: st.FailingSince,
+			Destination:      c.w.dest.Name(),
+			LastAttempt:      st.LastAttempt,
+			LastSuccess:      st.LastSuccess,
+			LastResult:       st.LastResult,
+			FailingSince:     st.FailingSince,
+			InFlight:         st.InFlight,
+			ConcurrencyLimit: max(st.Limit, 1),
 		},
 		Retry:    RetryStats{Path: st.Path, Attempt: st.Attempt, WaitingUntil: st.WaitingUntil},
 		Store:    StoreStats{Sync: c.cfg.Queue.Sync},

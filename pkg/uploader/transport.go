@@ -59,7 +59,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 // path.
 func newHTTPClient(cfg UploadConfig) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 4
+	tr.MaxIdleConnsPerHost = max(4, cfg.MaxConcurrency) // one kept connection per batch in flight
 	// A gzipped batch body (~40 KB for 500 events) then fits in the connection's buffer with
 	// the headers and goes out in one write; with the default 4 KiB buffer it went through
 	// net's generic copy, which allocates a 32 KiB buffer for every request.

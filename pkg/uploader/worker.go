@@ -35,6 +35,8 @@ type worker struct {
 	cancelRun context.CancelFunc
 	flushing  atomic.Int32 // Flush calls in progress: ignore batch.interval
 
+	gate *gate // several batches in flight (inflight.go); nil for upload.concurrency: 1
+
 	ackr     *acker        // commits the acks (pipeline.go)
 	acks     []*pendingAck // outstanding acks, oldest first; worker goroutine only
 	ackFault func() error  // options.ackFault
@@ -88,6 +90,10 @@ func (w *worker) forwardNotify() {
 // while the next one is leased and encoded beside it. It returns when Close was called and
 // either the queue is empty, a wait would outlast Close's deadline, or that deadline passed.
 func (w *worker) run() {
+	if w.gate != nil {
+		w.runLeases()
+		return
+	}
 	defer close(w.done)
 	w.startAcker()
 	defer w.stopAcker()
@@ -200,7 +206,7 @@ func (w *worker) deliver(p prepared, bud *budget.Budget) int {
 		cur := work[0]
 		bud.Restore(cur.Retry)
 		w.board.set(func(s *workerState) { s.Attempt = bud.Attempts() })
-		parts, kind := w.attemptUntilDone(cur, bud, pre)
+		parts, kind := w.attemptUntilDone(cur, bud, pre, nil)
 		pre = nil
 		bud.Reset()
 		if kind != nextDone {
@@ -213,10 +219,14 @@ func (w *worker) deliver(p prepared, bud *budget.Budget) int {
 
 // attemptUntilDone sends one batch, waiting between attempts as its budget says, until it
 // leaves the queue (nil parts) or is split (its two halves, to be sent in order). pre, when not
-// nil, is a payload built ahead for the first attempt.
-func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any) (parts []*queue.Batch, kind int) {
+// nil, is a payload built ahead for the first attempt. l, with several batches in flight, is
+// the lease b belongs to: every attempt first passes the gate.
+func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l *lease) (parts []*queue.Batch, kind int) {
 	first := w.clock.Now()
 	for {
+		if l != nil && !w.admit(l) {
+			return nil, nextStop
+		}
 		next := w.attempt(b, bud, first, pre)
 		pre = nil
 		switch next.kind {
@@ -263,8 +273,14 @@ func (w *worker) retryWait(n next) bool {
 	until := w.clock.Now().Add(n.wait)
 	w.board.set(func(s *workerState) {
 		s.Path, s.WaitingUntil, s.WaitErr = n.path, until, n.err
+		s.Waiting++
 	})
-	defer w.board.set(func(s *workerState) { s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil })
+	defer w.board.set(func(s *workerState) {
+		s.Waiting--
+		if s.WaitingUntil.Equal(until) { // with several in flight, another batch's wait may have replaced this one
+			s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil
+		}
+	})
 	if !w.stopping() {
 		err := budget.Sleep(w.runCtx, w.clock, n.wait, w.stop)
 		if err == nil {

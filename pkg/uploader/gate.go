@@ -1,0 +1,196 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/queue"
+)
+
+// gate decides when the batches in flight may make an attempt, with several in flight
+// (upload.concurrency other than 1). A batch may start an attempt when fewer than the limit
+// of the batches leased before it are still in flight (its rank is below the limit: when the
+// limit shrinks, the oldest batches go on and the newest wait, unsent and spending nothing),
+// and no usable Retry-After is running: a Retry-After is about this client, so it pauses every
+// new attempt, of every batch, until the latest such deadline. The limit is fixed
+// (upload.concurrency: N) or the limiter's (auto), and never above the destination's own bound.
+type gate struct {
+	mu      sync.Mutex
+	fixed   int      // upload.concurrency as a number; 0 for auto
+	bound   int      // the destination's own bound; 0 for none
+	lim     *limiter // auto only
+	live    []uint64 // sequence numbers of the leases in flight, oldest first
+	seq     uint64
+	until   time.Time     // no attempt starts before it (Retry-After)
+	changed chan struct{} // closed and replaced on every change
+	clock   budget.Clock
+}
+
+// lease is one batch in flight under the gate.
+type lease struct {
+	seq uint64
+	b   *queue.Batch
+}
+
+func newGate(cfg UploadConfig, bound int, clock budget.Clock) *gate {
+	g := &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock}
+	if g.fixed == 0 {
+		g.lim = newLimiter(cfg.MaxConcurrency)
+	}
+	return g
+}
+
+// limit returns how many batches may be in flight now.
+func (g *gate) limit() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.limitLocked()
+}
+
+func (g *gate) limitLocked() int {
+	n := g.fixed
+	if g.lim != nil {
+		n = g.lim.Limit()
+	}
+	if g.bound > 0 {
+		n = min(n, g.bound)
+	}
+	return max(n, 1)
+}
+
+// inFlight returns the number of leases in flight.
+func (g *gate) inFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.live)
+}
+
+// add registers a newly leased batch, the newest in flight.
+func (g *gate) add(b *queue.Batch) *lease {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.seq++
+	g.live = append(g.live, g.seq)
+	g.notifyLocked()
+	return &lease{seq: g.seq, b: b}
+}
+
+// remove unregisters a lease that has left flight (delivered, dead-lettered, or given up).
+func (g *gate) remove(l *lease) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if i := slices.Index(g.live, l.seq); i >= 0 {
+		g.live = slices.Delete(g.live, i, i+1)
+	}
+	g.notifyLocked()
+}
+
+// pauseUntil holds every new attempt until t (a usable Retry-After); the latest deadline wins.
+func (g *gate) pauseUntil(t time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t.After(g.until) {
+		g.until = t
+		g.notifyLocked()
+	}
+}
+
+// observe feeds an attempt's answer to the limiter (auto only).
+func (g *gate) observe(a answer, rtt time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lim == nil {
+		return
+	}
+	before := g.lim.Limit()
+	g.lim.observe(a, rtt, len(g.live), g.clock.Now())
+	if g.lim.Limit() != before {
+		g.notifyLocked()
+	}
+}
+
+func (g *gate) notifyLocked() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// state returns how long l must still wait for a Retry-After (0: none), whether its rank
+// lets it start, and the channel closed at the gate's next change.
+func (g *gate) state(l *lease) (pause time.Duration, admitted bool, changed <-chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	pause = max(g.until.Sub(g.clock.Now()), 0)
+	return pause, slices.Index(g.live, l.seq) < g.limitLocked(), g.changed
+}
+
+// next returns the channel closed at the gate's next change.
+func (g *gate) next() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.changed
+}
+
+// admit waits until l may start an attempt (see gate). It returns false when the worker must
+// stop: Close's deadline passed, or after Close a Retry-After pause that ends after it. The
+// waiting spends no retry budget.
+func (w *worker) admit(l *lease) bool {
+	for {
+		pause, admitted, changed := w.gate.state(l)
+		switch {
+		case w.runCtx.Err() != nil:
+			return false
+		case pause > 0:
+			if !w.pauseWait(pause, changed) {
+				return false
+			}
+		case admitted:
+			return true
+		default:
+			select {
+			case <-changed:
+			case <-w.runCtx.Done():
+				return false
+			}
+		}
+	}
+}
+
+// pauseWait waits out a client-wide Retry-After pause (or until the gate changes). After
+// Close it waits only when the pause ends before Close's deadline.
+func (w *worker) pauseWait(d time.Duration, changed <-chan struct{}) bool {
+	if w.stopping() {
+		if dl, ok := w.closeCtx.Deadline(); ok && w.clock.Now().Add(d).After(dl) {
+			w.log.Info("Retry-After pause not over before the close deadline; batch left on disk", "wait_left", d.String())
+			return false
+		}
+	}
+	until := w.clock.Now().Add(d)
+	w.board.set(func(s *workerState) {
+		s.Waiting++
+		if s.Path == PathNone {
+			s.Path, s.WaitingUntil, s.WaitErr = PathRateLimit, until, nil
+		}
+	})
+	defer w.board.set(func(s *workerState) {
+		s.Waiting--
+		if s.Path == PathRateLimit && s.WaitingUntil.Equal(until) {
+			s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil
+		}
+	})
+	// Close wakes the wait, so that a pause that outlasts its deadline is given up at once.
+	ctx, cancel := context.WithCancel(w.runCtx)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := budget.Sleep(ctx, w.clock, d, changed)
+	return err == nil || errors.Is(err, budget.ErrWoken) || w.runCtx.Err() == nil
+}

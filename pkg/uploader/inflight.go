@@ -1,0 +1,206 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/queue"
+)
+
+// BoundedDestination is implemented by a destination that can take several batches at once
+// (its Send is safe for concurrent use): MaxInFlight bounds how many (0: no bound of its own;
+// upload.concurrency and upload.max_concurrency still apply). A destination that does not
+// implement it gets one batch at a time, as Destination documents.
+type BoundedDestination interface {
+	Destination
+	MaxInFlight() int
+}
+
+// destinationBound is how many batches dest may take at once: 0 for no bound of its own.
+func destinationBound(dest Destination) int {
+	if b, ok := dest.(BoundedDestination); ok {
+		return max(b.MaxInFlight(), 0)
+	}
+	return 1
+}
+
+// runLeases is the worker's loop with several batches in flight (the gate is set): it waits
+// until a batch is due, then dispatches from the head. It returns when the worker must exit.
+func (w *worker) runLeases() {
+	defer close(w.done)
+	for {
+		if !w.waitDue() {
+			return
+		}
+		if !w.dispatch() {
+			return
+		}
+	}
+}
+
+// dispatch leases batch after batch from the head (each the one after the last leased, so a
+// batch is never in flight twice) while the gate's limit allows and the next batch is due,
+// and carries each on its own goroutine, until none is in flight. Acks land in any order:
+// each batch's events leave the queue in their own transaction when it is accepted or
+// dead-lettered, and a lease's retry state is saved under its own first key, so a crash
+// re-sends only what was in flight, each batch with its own state. It returns false when the
+// worker must exit (Close's deadline, or a wait that would outlast it); the batches not
+// delivered stay queued.
+func (w *worker) dispatch() bool {
+	w.board.set(func(s *workerState) { s.Busy = true })
+	defer w.board.set(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
+	type result struct{ kind, events, bytes int }
+	results := make(chan result, 1024) // more than upload.max_concurrency allows in flight
+	var last *queue.Batch
+	var held leased
+	stop := false
+	for {
+		for !stop && held.batches < w.gate.limit() && w.runCtx.Err() == nil {
+			b, ok := w.leaseNext(last, held)
+			if !ok {
+				break
+			}
+			last = b
+			l := w.gate.add(b)
+			n, size := len(b.Events), b.Bytes
+			held.add(n, size)
+			w.publishInFlight()
+			go func() { results <- result{w.carry(l), n, size} }()
+		}
+		if held.batches == 0 {
+			return !stop
+		}
+		select {
+		case r := <-results:
+			held.remove(r.events, r.bytes)
+			w.publishInFlight()
+			if r.kind == nextStop {
+				stop = true
+			}
+		case <-w.wake:
+		case <-w.gate.next():
+		}
+	}
+}
+
+// leased is what the dispatcher holds in flight.
+type leased struct{ batches, events, bytes int }
+
+func (h *leased) add(events, bytes int) {
+	h.batches++
+	h.events += events
+	h.bytes += bytes
+}
+
+func (h *leased) remove(events, bytes int) {
+	h.batches--
+	h.events -= events
+	h.bytes -= bytes
+}
+
+// leaseNext leases the batch after last (the head when last is nil), false when there is none
+// or it is not due yet (a tail smaller than a full batch goes back through waitDue, which
+// knows batch.interval, once nothing is in flight). Whether a full batch follows those held
+// is first judged from the queue's counters in memory, so that the wake-up of every Enqueue
+// does not cost a read of the batch after them while intake is slower than delivery.
+func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) {
+	if last != nil && !w.stopping() && w.flushing.Load() == 0 {
+		events, bytes, _ := w.q.Pending()
+		if events-int64(held.events) < int64(w.cfg.Batch.MaxEvents) && bytes-int64(held.bytes) < int64(w.leaseBytes) {
+			return nil, false
+		}
+	}
+	if last == nil {
+		b, err := w.q.Lease(w.cfg.Batch.MaxEvents, w.leaseBytes)
+		if err != nil {
+			w.log.Error("lease a batch", "error", err)
+			return nil, false
+		}
+		return b, b != nil && len(b.Events) > 0
+	}
+	b, more, err := w.q.LeaseAfter(last, w.cfg.Batch.MaxEvents, w.leaseBytes)
+	if err != nil {
+		w.log.Warn("lease the next batch", "error", err)
+		return nil, false
+	}
+	if !w.dueNext(prepared{b: b, more: more}) {
+		b.Release()
+		return nil, false
+	}
+	return b, true
+}
+
+// carry delivers one lease with its own budget (restored from its saved retry state) until it
+// and every half split off it have left the queue, or the worker must stop. Every attempt
+// first passes the gate.
+func (w *worker) carry(l *lease) int {
+	defer w.gate.remove(l)
+	bud := budget.New(w.cfg.Retry, w.clock, w.rand)
+	work := []*queue.Batch{l.b}
+	for len(work) > 0 {
+		cur := work[0]
+		bud.Restore(cur.Retry)
+		parts, kind := w.attemptUntilDone(cur, bud, nil, l)
+		bud.Reset()
+		if kind != nextDone {
+			return nextStop
+		}
+		work = append(parts, work[1:]...)
+	}
+	l.b.Release() // every part has left the queue; later leases use only its keys
+	return nextDone
+}
+
+// ackNow acknowledges a delivered batch in its own transaction (concurrent acks share the
+// store's group commit) and books it.
+func (w *worker) ackNow(b *queue.Batch, info BatchInfo) next {
+	if err := w.q.Ack(b); err != nil {
+		w.log.Error("ack a delivered batch; it will be sent again", "events", info.Events, "error", err)
+		return next{kind: nextPause, err: err}
+	}
+	w.delivered(info)
+	return next{kind: nextDone}
+}
+
+// observeAttempt tells the gate what an attempt answered and, for a usable Retry-After, pauses
+// every new attempt until it has passed.
+func (w *worker) observeAttempt(o Outcome, took time.Duration) {
+	if w.gate == nil {
+		return
+	}
+	w.gate.observe(answerOf(o), took)
+}
+
+// answerOf is what an outcome tells the limiter about the destination's capacity.
+func answerOf(o Outcome) answer {
+	switch o.Class {
+	case ClassSuccess:
+		return answerGood
+	case ClassRateLimited:
+		return answerBackPressure
+	case ClassRetryable:
+		if o.Status == 429 || isTimeout(o.Err) {
+			return answerBackPressure
+		}
+		return answerFailed
+	}
+	return answerNeutral
+}
+
+// publishInFlight updates the in-flight gauges on the board.
+func (w *worker) publishInFlight() {
+	n, lim := w.gate.inFlight(), w.gate.limit()
+	w.board.set(func(s *workerState) { s.InFlight, s.Limit = n, lim })
+}
+
+// isTimeout reports whether an attempt's error is a timeout (upload.timeout, or the network's).
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

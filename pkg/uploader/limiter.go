@@ -1,0 +1,134 @@
+package uploader
+
+import "time"
+
+// limiter is the adaptive limit of batches in flight behind upload.concurrency: auto. It is
+// pure (its clock is passed in with every answer) and not safe for concurrent use; the gate
+// owns it under its lock.
+//
+// The limit starts at 1 (a fresh start is a probe) and grows as TCP's congestion window does:
+// while below its threshold (slow start) by one per good answer, so it doubles every round
+// trip, then by 1/limit per good answer, about one per round trip (additive increase). It
+// grows only while the batches in flight fill more than half of it: a client that has less to
+// send than its limit learns nothing about the destination from that.
+//
+// It shrinks multiplicatively (halves, and the threshold with it) on back-pressure: a 429 or
+// a rate-limited answer, a timeout, a round trip more than twice its baseline (and at least
+// limiterMinInflation above it), or a window of attempts in which most failed. Answers
+// already in flight when it shrank say the same thing again, so it shrinks at most once per
+// baseline round trip. Retryable failures among successes (one sick backend behind a load
+// balancer) neither shrink nor grow it. limiterOutage consecutive failed attempts with no
+// success between them are an outage: it falls to 1 at once, so an outage costs the requests
+// one batch in flight costs, and the first success starts slow start again (up to half the
+// limit it had).
+//
+// Vector's adaptive request concurrency and Netflix's concurrency-limits grow by one per
+// window from the start, which takes minutes to find 32 on a WAN; slow start finds it in
+// five round trips. Neither treats Retry-After as a statement about the client; here it
+// pauses every new attempt (gate.go) as well as shrinking the limit.
+type limiter struct {
+	ceil     int // upload.max_concurrency
+	limit    float64
+	ssthresh float64
+	base     time.Duration // baseline round trip: the smallest good one, drifting up slowly
+	lastCut  time.Time     // when the limit last shrank
+	streak   int           // failed attempts since the last success
+	winOK    int           // answers in the current window
+	winFail  int
+}
+
+// Tuning of the limiter; see limiter.
+const (
+	limiterOutage       = 4                     // consecutive failures that make an outage
+	limiterMinWindow    = 8                     // attempts in the smallest failure window
+	limiterMinInflation = 10 * time.Millisecond // round trip inflation below this is noise
+	limiterBaseDrift    = 64                    // the baseline moves 1/64 of the way up per answer
+)
+
+// answer is what the limiter learns from one attempt.
+type answer int
+
+const (
+	answerGood         answer = iota // a success
+	answerFailed                     // a retryable failure that says nothing of load (5xx, reset)
+	answerBackPressure               // 429, rate-limited, a timeout
+	answerNeutral                    // rejected, too large, aborted: nothing about capacity
+)
+
+// newLimiter returns a limiter between 1 and max (at least 1).
+func newLimiter(ceil int) *limiter {
+	ceil = max(ceil, 1)
+	return &limiter{ceil: ceil, limit: 1, ssthresh: float64(ceil)}
+}
+
+// Limit returns the batches that may be in flight now.
+func (l *limiter) Limit() int {
+	return min(max(int(l.limit), 1), l.ceil)
+}
+
+// observe records one attempt's answer, which took rtt and ended at now, with inflight
+// batches in flight (the attempt's included).
+func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Time) {
+	switch a {
+	case answerNeutral:
+		return
+	case answerGood:
+		l.streak = 0
+		l.winOK++
+		inflated := l.base > 0 && rtt > 2*l.base && rtt-l.base >= limiterMinInflation
+		l.track(rtt)
+		if inflated {
+			l.cut(now)
+		} else if 2*inflight > l.Limit() {
+			if l.limit < l.ssthresh {
+				l.limit++
+			} else {
+				l.limit += 1 / l.limit
+			}
+			l.limit = min(l.limit, float64(l.ceil))
+		}
+	case answerFailed, answerBackPressure:
+		l.streak++
+		l.winFail++
+		if l.streak >= limiterOutage {
+			if l.limit > 1 {
+				l.ssthresh = max(l.limit/2, 1)
+			}
+			l.limit, l.lastCut = 1, now
+			l.resetWindow()
+			return
+		}
+		if a == answerBackPressure {
+			l.cut(now)
+		}
+	}
+	if n := l.winOK + l.winFail; n >= max(limiterMinWindow, l.Limit()) {
+		if 2*l.winFail > n {
+			l.cut(now)
+		}
+		l.resetWindow()
+	}
+}
+
+// cut halves the limit (and the slow-start threshold), at most once per baseline round trip.
+func (l *limiter) cut(now time.Time) {
+	if !l.lastCut.IsZero() && now.Sub(l.lastCut) < l.base {
+		return
+	}
+	l.limit = max(l.limit/2, 1)
+	l.ssthresh = l.limit
+	l.lastCut = now
+}
+
+// track moves the baseline round trip: down at once to a faster answer, up by a small step
+// towards a slower one, so that a lasting change of path is learnt and a burst is not.
+func (l *limiter) track(rtt time.Duration) {
+	switch {
+	case l.base == 0 || rtt < l.base:
+		l.base = rtt
+	default:
+		l.base += (rtt - l.base) / limiterBaseDrift
+	}
+}
+
+func (l *limiter) resetWindow() { l.winOK, l.winFail = 0, 0 }

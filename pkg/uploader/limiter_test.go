@@ -1,0 +1,77 @@
+package uploader
+
+import (
+	"testing"
+	"time"
+)
+
+// step is one answer fed to a limiter in a table test: n answers of a with round trip rtt,
+// each with the limiter's whole limit in flight, dt apart on the injected clock.
+type step struct {
+	n   int
+	a   answer
+	rtt time.Duration
+}
+
+func runSteps(l *limiter, steps []step) *limiter {
+	now := time.Unix(0, 0)
+	for _, s := range steps {
+		for range s.n {
+			now = now.Add(s.rtt)
+			l.observe(s.a, s.rtt, l.Limit(), now)
+		}
+	}
+	return l
+}
+
+func TestLimiter_AdaptsToWhatTheDestinationAnswers(t *testing.T) {
+	const rtt = 50 * time.Millisecond
+	tests := []struct {
+		name     string
+		steps    []step
+		min, max int // the limit after the steps lies in [min, max]
+	}{
+		{"starts at one batch in flight (a start is a probe)", nil, 1, 1},
+		{"slow start doubles per round trip: 31 good answers reach 32", []step{{31, answerGood, rtt}}, 32, 32},
+		{"never above max_concurrency", []step{{500, answerGood, rtt}}, 32, 32},
+		{"a 429 halves it", []step{{31, answerGood, rtt}, {1, answerBackPressure, rtt}}, 16, 16},
+		{"a burst of 429s from one event halves it once", []step{{31, answerGood, rtt}, {3, answerBackPressure, 0}}, 16, 16},
+		{"after a cut it grows additively, about one per round trip",
+			[]step{{31, answerGood, rtt}, {1, answerBackPressure, rtt}, {16, answerGood, rtt}}, 16, 17},
+		{"isolated failures among successes do not shrink it",
+			[]step{{31, answerGood, rtt}, {1, answerFailed, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}}, 32, 32},
+		{"20% failures spread out keep it up",
+			[]step{{31, answerGood, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}}, 32, 32},
+		{"an outage (every attempt fails) falls to 1", []step{{31, answerGood, rtt}, {limiterOutage, answerFailed, rtt}}, 1, 1},
+		{"it stays at 1 through a long outage", []step{{31, answerGood, rtt}, {200, answerFailed, rtt}}, 1, 1},
+		{"the first successes after an outage probe back up (slow start)",
+			[]step{{31, answerGood, rtt}, {10, answerFailed, rtt}, {7, answerGood, rtt}}, 8, 8},
+		{"a round trip well above the baseline halves it",
+			[]step{{31, answerGood, rtt}, {1, answerGood, 5 * rtt}}, 16, 16},
+		{"a slightly slower round trip is not inflation",
+			[]step{{31, answerGood, rtt}, {1, answerGood, rtt + 5*time.Millisecond}}, 32, 32},
+		{"a window where most attempts failed shrinks it (without a streak)",
+			[]step{{31, answerGood, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerGood, rtt}, {3, answerFailed, rtt}, {1, answerFailed, 0}}, 1, 16},
+		{"rejections say nothing about capacity", []step{{31, answerGood, rtt}, {50, answerNeutral, rtt}}, 32, 32},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runSteps(newLimiter(32), tt.steps).Limit()
+			if got < tt.min || got > tt.max {
+				t.Errorf("limit = %d, want %d..%d", got, tt.min, tt.max)
+			}
+		})
+	}
+}
+
+func TestLimiter_DoesNotGrowWhileTheClientHasLessToSend(t *testing.T) {
+	l := newLimiter(32)
+	now := time.Unix(0, 0)
+	for range 100 {
+		now = now.Add(time.Millisecond)
+		l.observe(answerGood, time.Millisecond, 1, now) // one batch in flight at a time
+	}
+	if got := l.Limit(); got > 2 {
+		t.Errorf("limit = %d after 100 answers with 1 in flight, want at most 2", got)
+	}
+}
