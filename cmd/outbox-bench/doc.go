@@ -11,7 +11,10 @@
 //	          goroutines (this binary re-run with -child), and a plain HTTP batch client
 //	          doing what analytics-go does, to the collector and through the agent.
 //	          Events/s and CPU per event (getrusage user+sys of the client process over its
-//	          span; the agent's from /proc) as ratios to posthog-go's
+//	          span; the agent's from /proc) as ratios to posthog-go's. After each round's
+//	          Enqueue ×64, raw bbolt committing 64 puts of 535 bytes per fsync'd tx in a loop
+//	          on the same disk: the ceiling of 64 callers that wait for their commits, which
+//	          Enqueue ×64 is read against
 //	ceiling   raw bbolt (1000 × 500-byte values per fsync'd tx, increasing KSUID keys,
 //	          FillPercent 1.0)
 //	enqueue   uploader.Client.Enqueue, one event per call, 1, 8 and 64 goroutines, for

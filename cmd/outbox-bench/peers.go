@@ -50,6 +50,9 @@ type peerResults struct {
 	runs map[string][]peerRun
 	errs map[string]error
 	n    int
+	// ceiling64 is, per round, raw bbolt committing 64 puts of one event's size per fsync'd
+	// transaction in a loop, measured right after that round's Enqueue ×64 on the same disk.
+	ceiling64 []float64
 }
 
 // median returns the median of f over the client's runs (the lower middle for an even count).
@@ -146,8 +149,25 @@ func (b *bench) runPeers(ctx context.Context) {
 				continue
 			}
 			p.runs[client] = append(p.runs[client], r)
+			if client == peerEnqueue {
+				b.measureCeiling64(p)
+			}
 		}
 	}
+}
+
+// measureCeiling64 measures the ceiling of Enqueue ×64 in the same round: bbolt committing 64
+// puts of enqueuedEventBytes per fsync'd transaction, p.n events, on the bench's disk.
+func (b *bench) measureCeiling64(p *peerResults) {
+	d := b.dir("ceiling64")
+	defer b.drop(d)
+	b.progress("peers: bbolt ceiling of Enqueue ×64, %s puts of %d bytes, 64 per fsync'd tx", thousands(int64(p.n)), enqueuedEventBytes)
+	v, err := boltCeilingPerTx(d, enqueuedEventBytes, p.n, 64)
+	if err != nil {
+		b.progress("peers: bbolt ceiling of Enqueue ×64 failed: %v", err)
+		return
+	}
+	p.ceiling64 = append(p.ceiling64, v)
 }
 
 // peerCase is one round of one client: which client, the binaries that run it (this bench,

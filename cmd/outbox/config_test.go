@@ -200,26 +200,6 @@ func TestParseSize_DecimalAndBinaryUnits(t *testing.T) {
 	}
 }
 
-func TestConfigExample_ListsEveryKeyWithItsDefault(t *testing.T) {
-	lc, err := loadConfig(configInput{File: "../../config.example.yaml"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := loadConfig(configInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range keys {
-		d := &keys[i]
-		if lc.Sources[d.key].Kind != "file" {
-			t.Errorf("config.example.yaml does not set %s", d.key)
-		}
-		if got, want := displayValue(d, &lc.Config), displayValue(d, &def.Config); got != want {
-			t.Errorf("config.example.yaml: %s = %s, default is %s", d.key, got, want)
-		}
-	}
-}
-
 func TestRoot_UsageErrors_Exit2(t *testing.T) {
 	cases := []struct {
 		name string

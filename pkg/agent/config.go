@@ -9,16 +9,19 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/event"
 )
 
 // Defaults applied by Config for zero values.
 const (
 	// DefaultListen is ingest.listen when unset: loopback only.
 	DefaultListen = "127.0.0.1:8089"
-	// DefaultMaxRequestBytes is limits.max_request_bytes when unset (Segment's limit).
-	DefaultMaxRequestBytes int64 = 512000
-	// DefaultMaxEventBytes is limits.max_event_bytes when unset (Segment's limit).
-	DefaultMaxEventBytes = 32768
+	// DefaultMaxRequestBytes is limits.max_request_bytes when unset (Segment's limit; pkg/event
+	// declares it).
+	DefaultMaxRequestBytes int64 = event.DefaultMaxRequestBytes
+	// DefaultMaxEventBytes is limits.max_event_bytes when unset (Segment's limit; pkg/event
+	// declares it).
+	DefaultMaxEventBytes = event.DefaultMaxEventBytes
 	// DefaultShutdownTimeout is shutdown.timeout when unset.
 	DefaultShutdownTimeout = 25 * time.Second
 )
@@ -62,6 +65,10 @@ type Config struct {
 	// a fake one to step it.
 	Clock budget.Clock
 }
+
+// WithDefaults returns c with its zero values filled with their defaults, as New fills them:
+// what a key left unset means.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 // withDefaults returns a copy of c with zero values replaced by the defaults.
 func (c Config) withDefaults() Config {

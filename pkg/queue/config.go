@@ -1,9 +1,11 @@
 package queue
 
 import (
-	"fmt"
+	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/errs"
 )
 
 // WhenFull is the policy when an Enqueue does not fit in Config.MaxBytes.
@@ -60,15 +62,21 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports a bad WhenFull or a negative bound.
+// Validate reports a bad WhenFull or a negative bound, each as an *errs.KeyError naming its
+// configuration key (queue.when_full, queue.max_bytes, dead.max_bytes). It is the one place
+// these rules live: pkg/uploader's Config.Validate asks it.
 func (c Config) Validate() error {
+	var problems []error
 	switch c.WhenFull {
 	case "", Reject, Block, DropOldest:
 	default:
-		return fmt.Errorf("queue.when_full %q: want reject, block or drop_oldest", c.WhenFull)
+		problems = append(problems, errs.KeyErrorf("queue.when_full", "queue.when_full %q: must be reject, block or drop_oldest", string(c.WhenFull)))
 	}
-	if c.MaxBytes < 0 || c.DeadMaxBytes < 0 {
-		return fmt.Errorf("queue.max_bytes and dead.max_bytes must not be negative")
+	if c.MaxBytes < 0 {
+		problems = append(problems, errs.KeyErrorf("queue.max_bytes", "queue.max_bytes %d: must be greater than zero", c.MaxBytes))
 	}
-	return nil
+	if c.DeadMaxBytes < 0 {
+		problems = append(problems, errs.KeyErrorf("dead.max_bytes", "dead.max_bytes %d: must be greater than zero", c.DeadMaxBytes))
+	}
+	return errors.Join(problems...)
 }

@@ -25,6 +25,20 @@ import (
 // MaxBytes (errs.ErrTooLarge, wrapped), when the queue is closed (errs.ErrClosed), and when ctx ends
 // while the writer's intake is full (ctx.Err()). ctx bounds only that hand-off.
 func (q *Queue) EnqueueAsync(ctx context.Context, done func(error), events ...[]byte) error {
+	return q.enqueueAsync(ctx, false, done, events)
+}
+
+// EnqueueAwaited is EnqueueAsync for a caller that waits for done (Enqueue, and the
+// client's synchronous Enqueue built the same way). ctx bounds the whole call: the hand-off,
+// the wait for room under block, and the commit. When ctx ends first, done gets ctx.Err() and
+// the events may or may not have been stored.
+func (q *Queue) EnqueueAwaited(ctx context.Context, done func(error), events ...[]byte) error {
+	return q.enqueueAsync(ctx, true, done, events)
+}
+
+// enqueueAsync is the queue's one intake path: Enqueue, EnqueueAsync and EnqueueAwaited all
+// append here. awaited says the caller waits for done, so ctx bounds its commit too.
+func (q *Queue) enqueueAsync(ctx context.Context, awaited bool, done func(error), events [][]byte) error {
 	cb := done // the store's errors are the queue's (errs.ErrQueueFull, errs.ErrClosed are the same values)
 	if q.cfg.WhenFull == Block {
 		// The events may have to be appended again after the caller got its buffer back.
@@ -32,29 +46,43 @@ func (q *Queue) EnqueueAsync(ctx context.Context, done func(error), events ...[]
 		room := q.s.Room() // before the append, so that room freed after its answer is not missed
 		cb = func(err error) {
 			if errors.Is(err, errs.ErrQueueFull) {
-				go q.retryWhenRoom(room, events, done)
+				go q.retryWhenRoom(ctx, awaited, room, events, done)
 				return
 			}
 			done(err)
 		}
 	}
-	err := q.s.AppendAsync(ctx, events, cb)
+	var err error
+	if awaited {
+		err = q.s.AppendAwaited(ctx, events, cb)
+	} else {
+		err = q.s.AppendAsync(ctx, events, cb)
+	}
 	if err != nil && !errors.Is(err, ctx.Err()) {
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	return err
 }
 
-// retryWhenRoom waits until stored bytes go down (or the queue closes), then appends events
-// again, asynchronously as before.
-func (q *Queue) retryWhenRoom(room <-chan struct{}, events [][]byte, done func(error)) {
+// retryWhenRoom waits until stored bytes go down (or the queue closes, or an awaited call's
+// ctx ends), then appends events again, asynchronously as before.
+func (q *Queue) retryWhenRoom(ctx context.Context, awaited bool, room <-chan struct{}, events [][]byte, done func(error)) {
+	var ended <-chan struct{}
+	if awaited {
+		ended = ctx.Done()
+	} else {
+		ctx = context.Background() // the hand-off of the first try was the only thing ctx bounded
+	}
 	select {
 	case <-room:
 	case <-q.s.Closing():
 		done(errs.ErrClosed)
 		return
+	case <-ended:
+		done(ctx.Err())
+		return
 	}
-	if err := q.EnqueueAsync(context.Background(), done, events...); err != nil {
+	if err := q.enqueueAsync(ctx, awaited, done, events); err != nil {
 		done(err)
 	}
 }

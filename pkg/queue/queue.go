@@ -42,38 +42,37 @@ func Open(dir string, cfg Config) (*Queue, error) {
 }
 
 // Enqueue appends events (already normalised) at the tail. When it returns
-// nil they are committed (and fsynced unless NoSync). Concurrent calls share
-// commits. When the events do not fit in MaxBytes now, WhenFull decides:
+// nil they are committed (and fsynced unless NoSync). It is EnqueueAwaited and a wait for its
+// done, like franz-go's ProduceSync over Produce: one intake path, so concurrent Enqueue and
+// EnqueueAsync calls share commits. When the events do not fit in MaxBytes now, WhenFull decides:
 // reject returns errs.ErrQueueFull, block waits for room, drop_oldest evicts from the
 // head. When the events alone total more than MaxBytes they can never fit:
 // Enqueue returns errs.ErrTooLarge (wrapped) at once under every policy, without
 // waiting or evicting anything. When ctx ends first it returns ctx.Err(), and
 // the events may or may not have been stored.
 func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
-	for {
-		var room <-chan struct{}
-		if q.cfg.WhenFull == Block {
-			room = q.s.Room() // before Append, so that room freed after its answer is not missed
-		}
-		err := q.s.Append(ctx, events)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, errs.ErrQueueFull) {
-			if errors.Is(err, ctx.Err()) {
-				return err
-			}
-			return fmt.Errorf("enqueue: %w", err)
-		}
-		if q.cfg.WhenFull != Block {
-			return errs.ErrQueueFull
-		}
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if len(events) == 0 {
+		return nil
 	}
+	answer := make(chan error, 1) // holds the answer when the caller has gone (ctx ended)
+	if err := q.EnqueueAwaited(ctx, func(err error) { answer <- err }, events...); err != nil {
+		return err
+	}
+	var err error
+	select {
+	case err = <-answer:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errs.ErrQueueFull):
+		return errs.ErrQueueFull
+	case errors.Is(err, ctx.Err()):
+		return err
+	}
+	return fmt.Errorf("enqueue: %w", err)
 }
 
 // Lease returns the oldest events as one batch: at most maxEvents, at most

@@ -38,9 +38,11 @@
 // once (one fsync unless NoSync) and answers each caller. Requests that arrive
 // while the group is being applied join it, until the channel is found empty:
 // with many synchronous producers, those answered by the previous commit that
-// are back already share this one instead of waiting for the next. A lone
-// caller is committed immediately; nothing waits for anyone and there is no
-// timer (unlike bbolt's DB.Batch).
+// are back already share this one instead of waiting for the next. Before
+// that, a group fills (fill.go): it waits for the callers of AppendAwaited the
+// last commit answered, and those already waiting, at most as long as that
+// commit took. A lone caller is the whole expected count, so it is committed
+// immediately; unlike bbolt's DB.Batch, no caller pays a fixed delay.
 // AppendAsync hands its request over without waiting: its callback is called
 // on the writer goroutine after the commit, and the callers of Append and
 // AppendAsync share the same transactions, so one asynchronous producer fills
@@ -133,9 +135,16 @@
 // binary), was not taken: the library's Open runs inside someone else's
 // program and cannot re-exec it; it adds a process start to every open; and
 // a crashed checker says only that it crashed, where the reader names the
-// page and what is wrong with it (and is the one recover already relies on). Stored freelists (NoFreelistSync off)
-// would avoid the scan at open, but not Check, and cost a freelist write on
-// every commit.
+// page and what is wrong with it (and is the one recover already relies on).
+//
+// The file is walked once at open, not twice: commits do not store the
+// freelist (that would cost a freelist write on every commit), but Close
+// writes it in one last empty commit. The reader checks a stored freelist
+// against the tree it walks (every id inside the file, none twice, none in
+// use), and bbolt then reads it instead of rebuilding it with a scan of its
+// own. The first commit after open marks it as not stored again, so a file
+// left by a crash or kill -9 has none, and bbolt rebuilds it by the scan, on
+// a file the reader has just checked.
 //
 // Open then verifies every record's CRC (checkDB, through bbolt in our own
 // goroutine): synchronously for small files, in the background above 64 MiB

@@ -13,7 +13,8 @@ import (
 // first, so no call keeps a caller's slice once it has returned.
 
 // Append stores events at the tail, durable (fsynced unless NoSync) when it
-// returns nil. It returns the Policy's refusal: errs.ErrQueueFull when they do
+// returns nil. It is AppendAwaited and a wait for its callback: the one intake path. It
+// returns the Policy's refusal: errs.ErrQueueFull when they do
 // not fit now (queue.when_full: reject), errs.ErrTooLarge (wrapped; nothing is
 // evicted) when they could never fit. When ctx ends before the commit
 // it returns ctx.Err(), and the events may or may not have been stored.
@@ -23,11 +24,12 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
-	r := &request{}
-	if err := s.appendRequest(r, events); err != nil {
+	w := getWaiter()
+	if err := s.AppendAwaited(ctx, events, w.fn); err != nil {
+		putWaiter(w)
 		return err
 	}
-	return s.submit(ctx, r)
+	return w.wait(ctx)
 }
 
 // AppendAsync hands events to the writer and returns without waiting for the
@@ -47,6 +49,21 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 // ctx bounds only that hand-off: once accepted, the events are committed
 // whatever becomes of ctx.
 func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)) error {
+	return s.appendAsync(ctx, false, events, cb)
+}
+
+// AppendAwaited is AppendAsync for a caller that waits for cb (Append, and the layers
+// above that build their synchronous call on it). ctx bounds the commit too: a request whose
+// ctx has ended when the writer reaches it is not stored, and cb gets ctx's error. The writer
+// knows such a caller will come back with its next request as soon as it is answered, and
+// lets it join the next group (see run).
+func (s *Store) AppendAwaited(ctx context.Context, events [][]byte, cb func(error)) error {
+	return s.appendAsync(ctx, true, events, cb)
+}
+
+// appendAsync is the one intake path of the store: every append, waited for or not, is
+// handed to the writer here.
+func (s *Store) appendAsync(ctx context.Context, awaited bool, events [][]byte, cb func(error)) error {
 	if len(events) == 0 {
 		cb(nil)
 		return nil
@@ -58,7 +75,10 @@ func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)
 	if e := s.failed.Load(); e != nil {
 		return e
 	}
-	r.ctx, r.cb = context.Background(), cb
+	r.ctx, r.cb, r.awaited = context.Background(), cb, awaited
+	if awaited {
+		r.ctx = ctx
+	}
 	// Under the read lock, a request is either in the channel before Close closes quit (the
 	// writer then answers it, with errs.ErrClosed at the latest) or refused here.
 	s.sendMu.RLock()
@@ -68,14 +88,22 @@ func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)
 		return errs.ErrClosed
 	default:
 	}
+	if awaited {
+		s.awaitedQueued.Add(1) // before the send: the writer may take it at once
+	}
 	select {
 	case s.reqs <- r:
 		return nil
 	case <-s.quit:
-		return errs.ErrClosed
 	case <-ctx.Done():
+	}
+	if awaited {
+		s.awaitedQueued.Add(-1)
+	}
+	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	return errs.ErrClosed
 }
 
 // Closing returns a channel closed when Close begins: requests made after it fail with

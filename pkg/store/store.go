@@ -56,6 +56,11 @@ type Store struct {
 	pendingRuns  []intakeRun   // owned by the writer goroutine: runs appended by this group
 	intake       intakeRing    // owned by the writer goroutine
 	cs           compactState  // owned by the writer goroutine
+	fill         fillState     // owned by the writer goroutine: how long a group waits for callers coming back
+
+	// awaitedQueued counts the AppendAwaited requests handed to the writer's channel and not
+	// yet taken into a group (see fillState).
+	awaitedQueued atomic.Int64
 
 	mu  sync.Mutex // guards pub
 	pub writerState
@@ -277,6 +282,7 @@ func (s *Store) Close() error {
 		s.sendMu.Unlock()
 		<-s.stopped
 		s.dbmu.Lock() // waits for readers, including a background check (which sees quit)
+		s.storeFreelist()
 		err := s.db.Close()
 		s.dbmu.Unlock()
 		if lerr := s.lock.unlock(); err == nil {
@@ -285,6 +291,29 @@ func (s *Store) Close() error {
 		s.closeErr = err
 	})
 	return s.closeErr
+}
+
+// storeFreelist writes the freelist once, in a last empty commit, when the store closes
+// cleanly: the next open then reads it (after the validator has checked it against the tree it
+// walks) instead of bbolt walking the whole tree a second time to rebuild it. Commits never
+// store it (NoFreelistSync, see openDB), so the first commit after the next open marks it as
+// not stored again, and a file left by a crash is rebuilt by the walk as before. Not with
+// NoSync (nothing is fsynced then), nor once the file failed a check (a damaged file is never
+// written).
+func (s *Store) storeFreelist() {
+	if s.opt.NoSync || s.failed.Load() != nil {
+		return
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil { // the file shrank or was damaged under us: leave it as it is
+			s.log.Warn("could not store the freelist at close; the next open rebuilds it", "path", s.path, "error", panicErr(r))
+		}
+	}()
+	s.db.NoFreelistSync = false
+	if err := s.db.Update(func(*bolt.Tx) error { return nil }); err != nil {
+		s.log.Warn("could not store the freelist at close; the next open rebuilds it", "path", s.path, "error", err)
+	}
 }
 
 // Dir returns the data directory; Path the data file.

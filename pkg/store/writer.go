@@ -41,7 +41,9 @@ type request struct {
 	n     int      // result: events (append, replay) or batches (purge) affected
 	err   error
 	done  chan error  // sync requests: receives err
-	cb    func(error) // async appends (AppendAsync): called with err on the writer goroutine
+	cb    func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
+
+	awaited bool // append: its caller waits for cb (AppendAwaited) and will come back once answered
 
 	answered bool // answer has run; writer goroutine only
 }
@@ -72,17 +74,11 @@ const (
 
 // run is the writer goroutine: it takes every request that is waiting,
 // applies them in one write transaction, commits (one fsync) and answers
-// each. A lone request is committed at once; nothing waits on a timer.
+// each. A lone request is committed at once: the only wait is for callers expected back.
 //
-// Concurrent waiting producers (Enqueue, ingest, the worker's acks) end up in two cohorts
-// that alternate: those answered by one commit prepare their next request while the next
-// commit, holding the others, runs. So the group also takes the requests that arrive while
-// it is being applied (see commitGroup): producers of the other cohort that come back before
-// the commit join it, without anyone waiting for them. Merging the cohorts by waiting for the
-// answered producers to come back was measured and does not help: it doubles the events per
-// commit (about 39 to 63 with 64 producers) but serialises preparing and committing, for the
-// same events/s; see docs/BENCHMARKS.md. A sync producer's ceiling is producers / (commit
-// latency + its own time per event).
+// Appenders that wait for their commit (Append, AppendAwaited) come back as soon as they are
+// answered; the group lets them fill it (fill.go) for at most one commit's time, and also takes the requests that arrive while it is being applied (see commitGroup).
+// A sync producer's ceiling is producers / (commit latency + its own time per event).
 func (s *Store) run() {
 	defer close(s.stopped)
 	s.group = make([]*request, 0, 1024)
@@ -90,6 +86,7 @@ func (s *Store) run() {
 	for {
 		select {
 		case r := <-s.reqs:
+			s.took(r)
 			s.group = append(s.group[:0], r)
 		case <-s.cs.due:
 			s.cs.due = nil
@@ -114,11 +111,12 @@ func (s *Store) run() {
 				runtime.Gosched()
 			}
 			s.take()
+			s.fillGroup()
 		}
 		if len(s.group) > 0 {
 			s.commitGroup()
 		}
-		yield = slices.ContainsFunc(s.group, func(r *request) bool { return r.cb == nil })
+		yield = slices.ContainsFunc(s.group, func(r *request) bool { return r.cb == nil || r.awaited })
 		s.recycle()
 		if r := s.held; r != nil {
 			s.held = nil
@@ -134,6 +132,7 @@ func (s *Store) take() {
 	for len(s.group) < maxGroup && s.held == nil {
 		select {
 		case r := <-s.reqs:
+			s.took(r)
 			if r.kind == opCompact {
 				s.held = r
 				return
@@ -149,6 +148,7 @@ func (s *Store) drainClosed() {
 	for {
 		select {
 		case r := <-s.reqs:
+			s.took(r)
 			r.err = errs.ErrClosed
 			r.answer()
 		default:
@@ -165,8 +165,8 @@ func isLogical(err error) bool {
 // commitGroup applies the group in one transaction and answers every request. Requests that
 // arrive while it is applied join it (take), up to maxGroup: those of producers answered by
 // the previous commit that come back meanwhile share this commit instead of waiting for the
-// next one. Nothing waits for them: the transaction commits as soon as the channel is found
-// empty.
+// next one. Once the group has filled (fillGroup), the transaction commits as soon as the
+// channel is found empty.
 func (s *Store) commitGroup() {
 	start := time.Now()
 	w := s.w
@@ -267,6 +267,7 @@ func (s *Store) commitGroup() {
 	for _, r := range s.group {
 		r.answer()
 	}
+	s.noteAnswered(time.Since(start))
 	if added > 0 {
 		select {
 		case s.notify <- struct{}{}:

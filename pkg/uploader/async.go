@@ -80,6 +80,13 @@ func (c *Client) EnqueueAsync(ctx context.Context, done func(error), events ...a
 // event.Normalize or event.ParseBatch); it does not validate them again. It copies the
 // events' bytes before it returns, so the caller may reuse their buffer at once.
 func (c *Client) EnqueueNormalizedAsync(ctx context.Context, done func(error), events ...[]byte) error {
+	return c.enqueueNormalized(ctx, false, done, events)
+}
+
+// enqueueNormalized is the client's one intake path: every call, waited for (awaited: ctx then
+// bounds its commit too, see queue.EnqueueAwaited) or not, reserves its pending bytes here and
+// is answered through the dispatcher.
+func (c *Client) enqueueNormalized(ctx context.Context, awaited bool, done func(error), events [][]byte) error {
 	call := asyncCall{done: done, events: int64(len(events))}
 	for _, e := range events {
 		call.bytes += int64(len(e))
@@ -95,7 +102,13 @@ func (c *Client) EnqueueNormalizedAsync(ctx context.Context, done func(error), e
 		return nil
 	}
 	answer := call // captured by value: the callback is the call's only allocation
-	err := c.q.EnqueueAsync(ctx, func(err error) { c.answered(answer, err) }, events...)
+	cb := func(err error) { c.answered(answer, err) }
+	var err error
+	if awaited {
+		err = c.q.EnqueueAwaited(ctx, cb, events...)
+	} else {
+		err = c.q.EnqueueAsync(ctx, cb, events...)
+	}
 	if err == nil {
 		return nil
 	}
@@ -215,14 +228,16 @@ func (c *Client) dispatch() {
 			if call.err == nil {
 				stored += call.events
 			}
-			if call.done != nil {
-				call.done(call.err)
-			}
 		}
-		if stored > 0 {
+		if stored > 0 { // before the dones: a caller that was answered sees its events counted
 			c.board.count(func(ctr *Counters) { ctr.EventsEnqueued += stored })
 			if c.hooks.OnEnqueued != nil {
 				c.hooks.OnEnqueued(int(stored))
+			}
+		}
+		for _, call := range batch {
+			if call.done != nil {
+				call.done(call.err)
 			}
 		}
 		c.mu.Lock()

@@ -26,7 +26,6 @@ type Client struct {
 	log    *slog.Logger
 	hooks  Hooks
 	evOpts event.Options
-	intake sync.WaitGroup
 
 	mu     sync.Mutex // guards closed and async
 	closed bool       // Close has begun: Enqueue, EnqueueAsync and Flush return errs.ErrClosed
@@ -134,27 +133,27 @@ func (c *Client) Enqueue(ctx context.Context, events ...any) error {
 }
 
 // EnqueueNormalized stores events that are already normalised (by event.Normalize or
-// event.ParseBatch, as the agent does); it does not validate them again. Once it returns it
+// event.ParseBatch, as the agent does); it does not validate them again. Like Enqueue, it is
+// EnqueueNormalizedAsync and a wait for done (franz-go's ProduceSync over Produce): one intake
+// path and one pending account, so its events count against queue.max_pending_bytes until
+// their commit, and Close waits for them as for any EnqueueAsync call. Once it returns it
 // holds nothing of the events' bytes (the store copies them before the call returns), so the
 // caller may reuse their buffer (the agent reuses its request bodies this way).
 func (c *Client) EnqueueNormalized(ctx context.Context, events ...[]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return errs.ErrClosed
+	answer := make(chan error, 1) // holds the answer when the caller has gone (ctx ended)
+	if err := c.enqueueNormalized(ctx, true, func(err error) { answer <- err }, events); err != nil {
+		return err
 	}
-	c.intake.Add(1)
-	c.mu.Unlock()
-	defer c.intake.Done()
-	if err := c.q.Enqueue(ctx, events...); err != nil {
-		return fmt.Errorf("uploader: enqueue: %w", err)
-	}
-	c.board.count(func(ctr *Counters) { ctr.EventsEnqueued += int64(len(events)) })
-	if c.hooks.OnEnqueued != nil {
-		c.hooks.OnEnqueued(len(events))
+	select {
+	case err := <-answer:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	c.w.signal()
 	return nil
@@ -212,7 +211,7 @@ func (c *Client) Flush(ctx context.Context) error {
 }
 
 // Close stops intake (Enqueue and EnqueueAsync return errs.ErrClosed), waits until every
-// pending EnqueueAsync call is committed (or ctx ends), wakes the worker out of any wait, lets
+// pending Enqueue and EnqueueAsync call is committed (or ctx ends), wakes the worker out of any wait, lets
 // it upload until the queue is empty or ctx ends, then closes the store. It returns only once
 // every accepted EnqueueAsync call's done has been called and has returned: calls still
 // pending when ctx ended get errs.ErrClosed. A retry wait longer
@@ -231,12 +230,6 @@ func (c *Client) Close(ctx context.Context) error {
 	c.mu.Unlock()
 	_ = c.waitAsync(ctx) // pending EnqueueAsync events are committed before the last upload pass
 	c.w.stopWith(ctx)
-	intakeDone := make(chan struct{})
-	go func() { c.intake.Wait(); close(intakeDone) }()
-	select {
-	case <-intakeDone:
-	case <-ctx.Done():
-	}
 	if n := c.queued(); n > 0 {
 		c.log.Info("events left on disk for the next start", "events", n)
 	}

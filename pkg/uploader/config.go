@@ -13,24 +13,28 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/event"
+	"github.com/outboxhq/outbox/pkg/queue"
 )
 
-// Defaults of the configuration keys Config covers.
+// Defaults of the configuration keys Config covers. A default that a lower package also applies
+// (pkg/event's limits, pkg/queue's bounds and policy) is that package's constant, so each value
+// is declared once.
 const (
 	DefaultDataDir         = "./outbox-data"
-	DefaultMaxEventBytes   = 32768
-	DefaultMaxRequestBytes = 512000
+	DefaultMaxEventBytes   = event.DefaultMaxEventBytes
+	DefaultMaxRequestBytes = event.DefaultMaxRequestBytes
 	DefaultEndpoint        = "https://api.segment.io/v1/batch"
 	DefaultFormat          = "segment"
 	DefaultTimeout         = 30 * time.Second
 	DefaultBatchMaxEvents  = 500
 	DefaultBatchMaxBytes   = 500000
 	DefaultBatchInterval   = 5 * time.Second
-	DefaultQueueMaxBytes   = 1 << 30
+	DefaultQueueMaxBytes   = queue.DefaultMaxBytes
 	DefaultMaxPendingBytes = 16 << 20
-	DefaultWhenFull        = "reject"
+	DefaultWhenFull        = string(queue.Reject)
 	DefaultSync            = "always"
-	DefaultDeadMaxBytes    = 256 << 20
+	DefaultDeadMaxBytes    = queue.DefaultDeadMaxBytes
 	DefaultConcurrency     = "auto"
 	DefaultMaxConcurrency  = 32
 )
@@ -121,6 +125,11 @@ func DefaultConfig() Config {
 	}
 	return c.withDefaults()
 }
+
+// WithDefaults returns c with its zero values filled with their defaults, as Open fills them:
+// what a key left unset means. The booleans upload.gzip and upload.split_rejected are not
+// filled (false is a setting); DefaultConfig has them true.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 // withDefaults fills zero values with their defaults.
 func (c Config) withDefaults() Config {
@@ -236,21 +245,15 @@ func (c Config) Validate() error {
 	if c.Queue.MaxPendingBytes < 0 {
 		bad("queue.max_pending_bytes", c.Queue.MaxPendingBytes, "must be greater than zero")
 	}
-	if c.Queue.MaxBytes < 0 {
-		bad("queue.max_bytes", c.Queue.MaxBytes, "must be greater than zero")
-	}
-	switch c.Queue.WhenFull {
-	case "reject", "block", "drop_oldest":
-	default:
-		bad("queue.when_full", fmt.Sprintf("%q", c.Queue.WhenFull), "must be reject, block or drop_oldest")
+	// queue.max_bytes, queue.when_full and dead.max_bytes: the queue's own rules.
+	qc := queue.Config{MaxBytes: c.Queue.MaxBytes, WhenFull: queue.WhenFull(c.Queue.WhenFull), DeadMaxBytes: c.Dead.MaxBytes}
+	if err := qc.Validate(); err != nil {
+		problems = append(problems, err)
 	}
 	switch c.Queue.Sync {
 	case "always", "none":
 	default:
 		bad("queue.sync", fmt.Sprintf("%q", c.Queue.Sync), "must be always or none")
-	}
-	if c.Dead.MaxBytes < 0 {
-		bad("dead.max_bytes", c.Dead.MaxBytes, "must be greater than zero")
 	}
 	if err := c.Retry.Validate(); err != nil {
 		problems = append(problems, err)
