@@ -65,6 +65,9 @@ func clientHTTP(cmd *cobra.Command) (*http.Client, bool, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
+	// HTTP/1.1: a client command sends a request or two, and HTTP/2's setup hides the TLS
+	// alert (such as "certificate required") that says what to fix.
+	tr.ForceAttemptHTTP2 = false
 	return &http.Client{Transport: tr}, true, nil
 }
 
