@@ -98,4 +98,3 @@ func defaultScheme(agentTLS, tlsFlags bool) string {
 	}
 	return "http://"
 }
-
