@@ -182,3 +182,27 @@ func TestRun_TLSConfigErrors_Exit2NamingTheKey(t *testing.T) {
 		})
 	}
 }
+
+func TestRun_SIGHUPWithoutTLS_KeepsTheAgentRunning(t *testing.T) {
+	s := sinktest.Start(t, sink.Options{})
+	a := startAgent(t, t.TempDir(), s.URL()+"/v1/batch", nil)
+	a.signal(t, syscall.SIGHUP)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(a.stderr.String(), "restart the agent to apply configuration changes") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no SIGHUP line logged within 10s; stderr:\n%s", a.stderr.String())
+		}
+		select {
+		case <-a.done:
+			t.Fatalf("SIGHUP ended the agent (%v)", a.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if code, _ := post(t, a.url+"/v1/track", []byte(`{"event":"after HUP","userId":"u"}`), false); code != http.StatusOK {
+		t.Fatalf("POST after SIGHUP: %d, want 200", code)
+	}
+	a.signal(t, syscall.SIGTERM)
+	if code, _ := a.wait(t, 10*time.Second); code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+}

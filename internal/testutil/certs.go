@@ -70,16 +70,22 @@ func (ca *CA) Pool() *x509.CertPool {
 // Server issues a server certificate for 127.0.0.1, ::1 and localhost.
 func (ca *CA) Server(t testing.TB) *KeyPair {
 	t.Helper()
-	return ca.issue(t, "outbox test server", x509.ExtKeyUsageServerAuth)
+	return ca.issue(t, "outbox test server", x509.ExtKeyUsageServerAuth, time.Now().Add(24*time.Hour))
+}
+
+// ExpiredServer issues a server certificate that expired a minute ago.
+func (ca *CA) ExpiredServer(t testing.TB) *KeyPair {
+	t.Helper()
+	return ca.issue(t, "outbox expired server", x509.ExtKeyUsageServerAuth, time.Now().Add(-time.Minute))
 }
 
 // Client issues a client certificate (for mTLS).
 func (ca *CA) Client(t testing.TB) *KeyPair {
 	t.Helper()
-	return ca.issue(t, "outbox test client", x509.ExtKeyUsageClientAuth)
+	return ca.issue(t, "outbox test client", x509.ExtKeyUsageClientAuth, time.Now().Add(24*time.Hour))
 }
 
-func (ca *CA) issue(t testing.TB, name string, usage x509.ExtKeyUsage) *KeyPair {
+func (ca *CA) issue(t testing.TB, name string, usage x509.ExtKeyUsage, notAfter time.Time) *KeyPair {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -89,7 +95,7 @@ func (ca *CA) issue(t testing.TB, name string, usage x509.ExtKeyUsage) *KeyPair 
 		SerialNumber: big.NewInt(serial.Add(1)),
 		Subject:      pkix.Name{CommonName: name},
 		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 		DNSNames:     []string{"localhost"},

@@ -236,6 +236,7 @@ func TestTLS_BadNewCertificateIsRefusedAndTheOldOneKept(t *testing.T) {
 	h := start(t, setup{agent: agent.Config{TLS: agent.TLSConfig{CertFile: certFile, KeyFile: keyFile}}})
 	url := httpsURL(h)
 	other := ca.Server(t)
+	expired := ca.ExpiredServer(t)
 	for _, tc := range []struct {
 		name      string
 		cert, key []byte
@@ -243,6 +244,7 @@ func TestTLS_BadNewCertificateIsRefusedAndTheOldOneKept(t *testing.T) {
 		{"not PEM", []byte("not a certificate"), old.KeyPEM},
 		{"key of another certificate", old.CertPEM, other.KeyPEM},
 		{"empty files", nil, nil},
+		{"expired certificate", expired.CertPEM, expired.KeyPEM},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testutil.WriteFile(t, certFile, tc.cert)
