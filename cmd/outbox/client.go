@@ -27,12 +27,17 @@ type agentClient struct {
 
 // addAgentFlag adds --agent to a client command.
 func addAgentFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVar(p, "agent", "", "agent base URL (default http:// + ingest.listen, e.g. http://127.0.0.1:8089)")
+	cmd.Flags().StringVar(p, "agent", "", "agent base URL (default http:// + ingest.listen, e.g. http://127.0.0.1:8089; https:// with ingest.tls or --ca-file)")
+	addClientTLSFlags(cmd.Flags())
 }
 
 // newAgentClient builds the client for --agent (or ingest.listen) with the configured credential.
 func (a *app) newAgentClient(cmd *cobra.Command, agentURL string) (*agentClient, *loadedConfig, error) {
 	lc, err := a.load(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc, tlsFlags, err := clientHTTP(cmd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,13 +47,13 @@ func (a *app) newAgentClient(cmd *cobra.Command, agentURL string) (*agentClient,
 		if strings.HasPrefix(host, ":") || strings.HasPrefix(host, "0.0.0.0:") || strings.HasPrefix(host, "[::]:") {
 			host = "127.0.0.1" + host[strings.LastIndex(host, ":"):]
 		}
-		base = "http://" + host
+		base = defaultScheme(lc.Config.Agent.TLS.Enabled(), tlsFlags) + host
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, nil, usageErrorf("--agent %q is not an http(s) URL (e.g. http://127.0.0.1:8089)", agentURL)
 	}
-	c := &agentClient{base: strings.TrimRight(base, "/"), token: lc.Config.Agent.Token, hc: &http.Client{}}
+	c := &agentClient{base: strings.TrimRight(base, "/"), token: lc.Config.Agent.Token, hc: hc}
 	if len(lc.Config.Agent.WriteKeys) > 0 {
 		c.key = lc.Config.Agent.WriteKeys[0]
 	}
@@ -151,6 +156,9 @@ func (c *agentClient) reachError(err error) error {
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("cannot reach the agent at %s: connection refused; start it with 'outbox run', or pass --agent URL if it listens elsewhere", c.base)
+	}
+	if hint := tlsHint(err); hint != "" {
+		return fmt.Errorf("cannot reach the agent at %s: %w; %s", c.base, err, hint)
 	}
 	return fmt.Errorf("cannot reach the agent at %s: %w; check that 'outbox run' is running and --agent points at it", c.base, err)
 }

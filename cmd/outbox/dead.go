@@ -56,6 +56,7 @@ With --data-dir they open the data directory directly; the agent must then be st
 		},
 	}
 	cmd.PersistentFlags().StringVar(&o.agent, "agent", "", "agent base URL (default http:// + ingest.listen)")
+	addClientTLSFlags(cmd.PersistentFlags())
 	cmd.AddCommand(
 		&cobra.Command{
 			Use: "list", Short: "List dead-letter batches", Args: argsUsage(cobra.NoArgs),

@@ -22,6 +22,9 @@ type Deps struct {
 	// Notify subscribes ch to SIGINT and SIGTERM and returns the function that unsubscribes;
 	// nil means os/signal.
 	Notify func(ch chan<- os.Signal) (stop func())
+	// NotifyHangup subscribes ch to SIGHUP (outbox run re-reads the TLS certificates on it);
+	// nil means os/signal.
+	NotifyHangup func(ch chan<- os.Signal) (stop func())
 	// IsTerminal reports whether w is an interactive terminal (`outbox flush` then draws a
 	// progress bar; otherwise it prints plain lines). nil means: w is an *os.File on a terminal.
 	IsTerminal func(w io.Writer) bool

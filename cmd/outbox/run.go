@@ -70,6 +70,8 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	lc.warnUnknownEnv(log)
 	sigs := a.watchSignals()
 	defer sigs.Stop()
+	hups := a.watchHangups()
+	defer hups.Stop()
 
 	if o.dev {
 		s, err := startDevSink(cmd.OutOrStdout())
@@ -130,9 +132,10 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		return err
 	}
 	defer pp.Close()
-	log.Info("outbox agent ready", append(append([]any{"listen", ln.Addr().String(), "data_dir", cfg.DataDir},
+	log.Info("outbox agent ready", append(append([]any{"listen", ln.Addr().String(), "tls", cfg.Agent.TLS.Enabled(), "data_dir", cfg.DataDir},
 		cfg.destinationAttrs()...), "shutdown_timeout", cfg.Agent.ShutdownTimeout.String())...)
 
+	hups.serve(log, ag, cfg.Agent.TLS.Enabled())
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
 	sd := startSupervisor(log) // systemd READY/STOPPING/watchdog; no-op outside systemd (notify.go)

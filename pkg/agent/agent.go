@@ -28,6 +28,7 @@ type Agent struct {
 	evOpts  event.Options
 	page    *statusPage
 	handler http.Handler
+	tls     *certReloader // nil: plain HTTP
 
 	// baseCtx is the parent of every request context; cancelled once the client is closed
 	// so that flush waits end.
@@ -85,6 +86,9 @@ func New(cfg Config, client *uploader.Client, metrics *Metrics) (*Agent, error) 
 			return nil, err
 		}
 	}
+	if err := a.startTLS(); err != nil {
+		return nil, err
+	}
 	a.page = a.newStatusPage()
 	a.handler = a.routes()
 	a.bg.Go(func() { a.page.sampler.run(a.baseCtx) }) // ends in Shutdown
@@ -126,12 +130,22 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return a.baseCtx },
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
+	if a.tls != nil {
+		a.srv.TLSConfig = a.tls.serverConfig()
+	}
 	srv := a.srv
 	a.mu.Unlock()
 
-	a.log.Info("agent listening", "listen", ln.Addr().String(), "auth", a.auth.enabled())
+	a.log.Info("agent listening", "listen", ln.Addr().String(), "auth", a.auth.enabled(),
+		"tls", a.tls != nil, "mtls", a.cfg.TLS.mutual())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "") // certificates come from TLSConfig.GetCertificate
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {

@@ -45,8 +45,10 @@ type Config struct {
 	// ingest and admin routes. "" → no token auth.
 	Token string
 	// AllowUnauthenticated is ingest.allow_unauthenticated: permit a non-loopback Listen
-	// with neither WriteKeys nor Token. false → such a Config is refused by Validate.
+	// with neither WriteKeys, Token nor mTLS. false → such a Config is refused by Validate.
 	AllowUnauthenticated bool
+	// TLS is ingest.tls.*: HTTPS, and mTLS, on the listener (tls.go). Zero → plain HTTP.
+	TLS TLSConfig
 	// MaxRequestBytes is limits.max_request_bytes: the largest request body, measured after
 	// decompression. 0 → DefaultMaxRequestBytes.
 	MaxRequestBytes int64
@@ -92,7 +94,8 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate reports the first invalid field as an *errs.KeyError naming its configuration key. Zero values are
-// valid (they mean the defaults). A non-loopback Listen with neither WriteKeys nor Token is
+// valid (they mean the defaults). The TLS files are read and checked (a missing file, a key
+// that does not match its certificate). A non-loopback Listen with neither WriteKeys, Token nor mTLS is
 // refused unless AllowUnauthenticated is set; the error wraps ErrUnauthenticated.
 func (c Config) Validate() error {
 	c = c.withDefaults()
@@ -117,16 +120,24 @@ func (c Config) Validate() error {
 	if c.ShutdownTimeout < 0 {
 		return errs.KeyErrorf("shutdown.timeout", "shutdown.timeout %s: must be positive", c.ShutdownTimeout)
 	}
+	if c.TLS.Enabled() {
+		if _, err := loadTLS(c.TLS); err != nil {
+			return err
+		}
+	} else if err := c.TLS.validate(); err != nil {
+		return err
+	}
 	if !c.hasAuth() && !c.AllowUnauthenticated && !isLoopback(host) {
-		return errs.KeyErrorf("ingest.listen", "%w: ingest.listen %q is not a loopback address and neither ingest.write_keys "+
-			"nor ingest.token is set; set one of them, listen on 127.0.0.1, or set "+
+		return errs.KeyErrorf("ingest.listen", "%w: ingest.listen %q is not a loopback address and neither ingest.write_keys, "+
+			"ingest.token nor ingest.tls.client_ca_file (mTLS) is set; set one of them, listen on 127.0.0.1, or set "+
 			"ingest.allow_unauthenticated: true", ErrUnauthenticated, c.Listen)
 	}
 	return nil
 }
 
-// hasAuth reports whether any credential is configured.
-func (c Config) hasAuth() bool { return len(c.WriteKeys) > 0 || c.Token != "" }
+// hasAuth reports whether any credential is configured; a required client certificate
+// (mTLS) is one.
+func (c Config) hasAuth() bool { return len(c.WriteKeys) > 0 || c.Token != "" || c.TLS.mutual() }
 
 // isLoopback reports whether host names only the loopback interface. An empty host (":8089")
 // binds every interface and is not loopback; names other than "localhost" are not resolved
