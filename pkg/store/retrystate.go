@@ -1,0 +1,46 @@
+package store
+
+import "bytes"
+
+// Per-batch retry states: each batch in flight saves its own under its first key in meta.
+
+// clearRetry deletes the retry states saved for batches that start between first and last
+// (the keys of one batch, or of several consecutive ones acknowledged together), in either
+// form (see retryKey).
+func clearRetry(b buckets, first, last []byte) error {
+	if err := clearLegacyRetry(b, first); err != nil {
+		return err
+	}
+	var gone [][]byte
+	c := b.meta.Cursor()
+	for k, _ := c.Seek(retryKey(first)); k != nil && bytes.HasPrefix(k, []byte(retryPrefix)) &&
+		bytes.Compare(k[len(retryPrefix):], last) <= 0; k, _ = c.Next() {
+		gone = append(gone, append([]byte(nil), k...))
+	}
+	for _, k := range gone {
+		if err := b.meta.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clearLegacyRetry deletes the single head retry state of files written before several
+// batches could be in flight, when it belongs to headKey.
+func clearLegacyRetry(b buckets, headKey []byte) error {
+	if v := b.meta.Get(metaRetry); v != nil && len(v) >= recordHeader+20 && bytes.Equal(v[recordHeader:recordHeader+20], headKey) {
+		return b.meta.Delete(metaRetry)
+	}
+	return nil
+}
+
+// retryKey is the meta key of the retry state of the batch whose first event key is headKey:
+// one per batch in flight, so that each keeps its own across a restart. The prefix sorts
+// before every other meta key ("counts", "format", "retry"), and a cursor seek finds the next
+// saved batch at or after a key.
+func retryKey(headKey []byte) []byte {
+	return append(append(make([]byte, 0, len(retryPrefix)+len(headKey)), retryPrefix...), headKey...)
+}
+
+// retryPrefix starts every per-batch retry key in meta.
+const retryPrefix = "r/"
