@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -71,7 +72,7 @@ func (s *Store) swap(tmp string) error {
 	}
 	renameErr := os.Rename(tmp, s.path)
 	if renameErr == nil {
-		renameErr = syncDir(s.dir)
+		renameErr = datadir.SyncDir(s.dir)
 	}
 	db, err := openDB(s.path, s.opt.NoSync, 0)
 	if err != nil {
@@ -113,15 +114,6 @@ func copyMmapSize(live int64) int {
 		m *= 2
 	}
 	return int(m)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Compact compacts the data file of dir offline (`outbox compact`). It takes

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -88,11 +89,11 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	lock, err := lockDir(dir)
+	lock, err := datadir.Lock(dir)
 	if err != nil {
 		return rep, err
 	}
-	defer func() { _ = lock.unlock() }()
+	defer func() { _ = lock.Unlock() }()
 	path := filepath.Join(dir, FileName)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -136,7 +137,7 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return rep, fmt.Errorf("recover: put the fresh file %s in place: %w", tmp, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := datadir.SyncDir(dir); err != nil {
 		return rep, fmt.Errorf("recover: %w", err)
 	}
 	return rep, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -34,7 +35,7 @@ type Store struct {
 	dir, path string
 	opt       Options
 	log       *slog.Logger
-	lock      *dirLock
+	lock      *datadir.DirLock
 
 	dbmu sync.RWMutex // guards db against the swap done by compaction
 	db   *bolt.DB
@@ -111,7 +112,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	lock, err := lockDir(dir)
+	lock, err := datadir.Lock(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	s.room.Store(&roomCh{ch: make(chan struct{})})
 	checked, err := s.open()
 	if err != nil {
-		_ = lock.unlock()
+		_ = lock.Unlock()
 		return nil, err
 	}
 	go func() {
@@ -285,7 +286,7 @@ func (s *Store) Close() error {
 		s.storeFreelist()
 		err := s.db.Close()
 		s.dbmu.Unlock()
-		if lerr := s.lock.unlock(); err == nil {
+		if lerr := s.lock.Unlock(); err == nil {
 			err = lerr
 		}
 		s.closeErr = err

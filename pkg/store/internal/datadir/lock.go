@@ -1,4 +1,4 @@
-package store
+package datadir
 
 import (
 	"errors"
@@ -12,15 +12,11 @@ import (
 	"github.com/outboxhq/outbox/pkg/errs"
 )
 
-// LockFile is the name of the lock file inside the data directory. It holds
-// the pid of the owner; the lock itself is a non-blocking flock on it.
-const LockFile = "outbox.lock"
+// DirLock is an exclusive flock on the data directory's lock file.
+type DirLock struct{ f *os.File }
 
-// dirLock is an exclusive flock on the data directory's lock file.
-type dirLock struct{ f *os.File }
-
-// lockDir takes the directory lock at once or fails with errs.ErrLocked.
-func lockDir(dir string) (*dirLock, error) {
+// Lock takes the directory lock at once or fails with errs.ErrLocked.
+func Lock(dir string) (*DirLock, error) {
 	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -41,11 +37,11 @@ func lockDir(dir string) (*dirLock, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &dirLock{f: f}, nil
+	return &DirLock{f: f}, nil
 }
 
-// unlock releases the lock. The file stays (removing it would race a new owner).
-func (l *dirLock) unlock() error {
+// Unlock releases the lock. The file stays (removing it would race a new owner).
+func (l *DirLock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
