@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -14,7 +15,7 @@ var errCheckAborted = errors.New("check aborted")
 
 // checkResult is what a full check found.
 type checkResult struct {
-	actual, stored counts
+	actual, stored format.Counts
 }
 
 // checkDB verifies every record's CRC and the dead-letter headers of a file
@@ -29,16 +30,16 @@ func checkDB(db *bolt.DB, quit <-chan struct{}) (res checkResult, err error) {
 		}
 	}()
 	err = db.View(func(tx *bolt.Tx) error {
-		if meta := tx.Bucket(bucketMeta); meta != nil {
+		if meta := tx.Bucket(format.BucketMeta); meta != nil {
 			if err := meta.ForEach(func(k, v []byte) error {
-				if _, err := decodeRecord(v); err != nil {
+				if _, err := format.DecodeRecord(v); err != nil {
 					return fmt.Errorf("meta %q: %w", k, err)
 				}
 				return nil
 			}); err != nil {
 				return err
 			}
-			if res.stored, err = readCounts(meta); err != nil {
+			if res.stored, err = format.ReadCounts(meta); err != nil {
 				return err
 			}
 		}
@@ -55,12 +56,12 @@ func checkDB(db *bolt.DB, quit <-chan struct{}) (res checkResult, err error) {
 				return false
 			}
 		}
-		if b := tx.Bucket(bucketEvents); b != nil {
+		if b := tx.Bucket(format.BucketEvents); b != nil {
 			c := b.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
-				p, err := decodeRecord(v)
+				p, err := format.DecodeRecord(v)
 				if err != nil {
-					return fmt.Errorf("event %s: %w", ksuidString(k), err)
+					return fmt.Errorf("event %s: %w", format.KeyString(k), err)
 				}
 				res.actual.Events++
 				res.actual.Bytes += int64(len(p))
@@ -69,23 +70,23 @@ func checkDB(db *bolt.DB, quit <-chan struct{}) (res checkResult, err error) {
 				}
 			}
 		}
-		if b := tx.Bucket(bucketDead); b != nil {
+		if b := tx.Bucket(format.BucketDead); b != nil {
 			c := b.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
-				p, err := decodeRecord(v)
+				p, err := format.DecodeRecord(v)
 				if err != nil {
-					return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+					return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 				}
-				h, err := decodeDeadHeader(p)
+				h, err := format.DecodeDeadHeader(p)
 				if err != nil {
-					return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+					return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 				}
-				if _, err := deadEvents(h); err != nil {
-					return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+				if _, err := format.DeadEvents(h); err != nil {
+					return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 				}
 				res.actual.DeadBatches++
-				res.actual.DeadEvents += int64(h.events)
-				res.actual.DeadBytes += h.bytes
+				res.actual.DeadEvents += int64(h.Events)
+				res.actual.DeadBytes += h.Bytes
 				if aborted() {
 					return errCheckAborted
 				}
@@ -124,7 +125,7 @@ func (s *Store) fixCounts(res checkResult) {
 	if res.actual == res.stored {
 		return
 	}
-	d := counts{
+	d := format.Counts{
 		Events: res.actual.Events - res.stored.Events, Bytes: res.actual.Bytes - res.stored.Bytes,
 		DeadBatches: res.actual.DeadBatches - res.stored.DeadBatches,
 		DeadEvents:  res.actual.DeadEvents - res.stored.DeadEvents, DeadBytes: res.actual.DeadBytes - res.stored.DeadBytes,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -48,7 +49,7 @@ func eventsRoot(t *testing.T, data []byte) (ps int, root uint64) {
 	}
 	f := &pageFile{data: data, pageSize: m.pageSize, seen: map[uint64]bool{}}
 	f.walk(m.root, 0, func(flags uint32, k, v []byte) {
-		if flags&bucketLeafFlag != 0 && bytes.Equal(k, bucketEvents) {
+		if flags&bucketLeafFlag != 0 && bytes.Equal(k, format.BucketEvents) {
 			root = binary.LittleEndian.Uint64(v)
 		}
 	})
@@ -63,7 +64,7 @@ func renameEvents(t *testing.T, data []byte) []byte {
 	t.Helper()
 	m, _ := metaPages(data)
 	pg := data[int(m.root)*m.pageSize : int(m.root+1)*m.pageSize]
-	i := bytes.Index(pg, bucketEvents)
+	i := bytes.Index(pg, format.BucketEvents)
 	if i < 0 {
 		t.Fatal("no events bucket in the root page")
 	}
@@ -209,7 +210,7 @@ func TestValidate_StoredFreelistIsChecked(t *testing.T) {
 	}
 	for round := range 3 {
 		err := db.Update(func(tx *bolt.Tx) error {
-			for _, name := range [][]byte{bucketDead, bucketEvents, bucketMeta} {
+			for _, name := range [][]byte{format.BucketDead, format.BucketEvents, format.BucketMeta} {
 				b, err := tx.CreateBucketIfNotExists(name)
 				if err != nil {
 					return err

@@ -6,30 +6,15 @@
 // # Layout
 //
 // One file, <dir>/outbox.db, next to <dir>/outbox.lock (an flock holding the
-// owner's pid; a second opener fails at once with errs.ErrLocked). Buckets:
-//
-//	events  KSUID (20 bytes) → record(event bytes)          FIFO by key
-//	dead    KSUID (20 bytes) → record(info + events)        one dead batch
-//	meta    "counts"         → record(5 × u64 totals)       updated by every commit
-//	        "r/"+KSUID       → record(head key, count, state) retry state of a batch in flight
-//	        "retry"          → the same, for the head batch only (files of earlier versions)
-//	        "format"         → record(1)
-//
-// Every value is a record: [version byte][CRC-32C of payload][payload]. Reads
-// verify the CRC. Keys are KSUIDs made strictly increasing by the writer (a
-// new one that is not greater than the last becomes last.Next()), so key
-// order is intake order and a key carries its intake second.
-//
-// The store creates files with 16 KiB pages (a file keeps the page size it was
-// created with; compaction writes the new size). Most of a commit's CPU is
-// per page, not per byte: bbolt materialises, splits, rebalances, allocates,
-// frees and writes (one pwrite each) every page it touches, and an ack frees
-// the leaves it emptied one by one. With about 28 events of 545 bytes per leaf
-// instead of 7, a batch of events touches a quarter of the pages; measured, it
-// cuts the store's CPU per event by about a fifth for batched intake, while a
-// commit of a lone event writes a few more KiB (its tail leaf is rewritten
-// whole). Events and dead batches are appended with FillPercent 1.0 (keys only
-// grow), so leaves are written full.
+// owner's pid; a second opener fails at once with errs.ErrLocked; see
+// internal/datadir). Its buckets (events, dead, meta), the record every value
+// is wrapped in ([version byte][CRC-32C of payload][payload], verified by
+// every read), the counters and the dead-letter payload are the file's format,
+// in internal/format, which the offline tools (pkg/store/fsck) read too. Keys
+// are KSUIDs made strictly increasing by the writer (a new one that is not
+// greater than the last becomes last.Next()), so key order is intake order and
+// a key carries its intake second. Files have 16 KiB pages (internal/format
+// says why).
 //
 // # Writes: group commit
 //
@@ -120,7 +105,7 @@
 // a damaged page it panics, and two of its reads run in goroutines of its
 // own, where no recover() can catch the panic: Tx.Check, and the freelist
 // scan (DB.freepages) that every read-write open runs over the whole tree
-// (the freelist is not stored, see openDB). So bbolt never reads a file
+// (the freelist is not stored, see format.OpenDB). So bbolt never reads a file
 // this process did not write until the project's own reader has checked it
 // (validate.go, on the pagewalk.go format): both meta pages intact, the
 // file as long as they say, and every page of the tree naming itself, of the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -118,7 +119,7 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	sal.report(&rep, int64(len(data)))
 	tmp := path + ".recover"
 	_ = os.Remove(tmp) // ours: left by a recover that crashed before its rename
-	db, err := openDB(tmp, false, 0)
+	db, err := format.OpenDB(tmp, false, 0)
 	if err != nil {
 		return rep, fmt.Errorf("recover: create the fresh file %s: %w; nothing was changed", tmp, err)
 	}

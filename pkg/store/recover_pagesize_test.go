@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,17 +25,17 @@ func TestRecover_BothMetaPagesLostFindsANonDefaultPageSize(t *testing.T) {
 			}
 			const n = 2000
 			err = db.Update(func(tx *bolt.Tx) error {
-				b, err := tx.CreateBucket(bucketEvents)
+				b, err := tx.CreateBucket(format.BucketEvents)
 				if err != nil {
 					return err
 				}
-				if _, err := tx.CreateBucket(bucketMeta); err != nil {
+				if _, err := tx.CreateBucket(format.BucketMeta); err != nil {
 					return err
 				}
 				for i := 0; i < n; i++ {
 					k := make([]byte, 20)
 					binary.BigEndian.PutUint64(k[12:], uint64(i))
-					if err := b.Put(k, encodeRecord([]byte(fmt.Sprintf(`{"messageId":"m%06d"}`, i)))); err != nil {
+					if err := b.Put(k, format.EncodeRecord([]byte(fmt.Sprintf(`{"messageId":"m%06d"}`, i)))); err != nil {
 						return err
 					}
 				}

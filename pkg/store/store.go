@@ -14,19 +14,10 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
-)
-
-// Bucket and meta key names.
-var (
-	bucketEvents = []byte("events")
-	bucketDead   = []byte("dead")
-	bucketMeta   = []byte("meta")
-	metaCounts   = []byte("counts")
-	metaRetry    = []byte("retry")
-	metaFormat   = []byte("format")
 )
 
 // Store is the bbolt-backed queue storage of one data directory. All writes
@@ -72,15 +63,9 @@ type Store struct {
 // roomCh is the channel Room returns; a pointer so that it can be swapped atomically.
 type roomCh struct{ ch chan struct{} }
 
-// counts are the in-memory (and meta-persisted) totals.
-type counts struct {
-	Events, Bytes                      int64
-	DeadBatches, DeadEvents, DeadBytes int64
-}
-
 // writerState is what one group commit changes; published after commit.
 type writerState struct {
-	counts
+	format.Counts
 	head        ksuid.KSUID // zero when empty
 	headTime    time.Time   // intake time of head (see intakeRing); zero when empty
 	last        ksuid.KSUID // greatest key handed out
@@ -162,7 +147,7 @@ func (s *Store) open() (checked *checkResult, err error) {
 		// and stall the writer, so map enough up front.
 		mmap = int(2*size + 64<<20)
 	}
-	db, err := openDB(s.path, s.opt.NoSync, mmap)
+	db, err := format.OpenDB(s.path, s.opt.NoSync, mmap)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("data directory %s is in use by another outbox process: %w", s.dir, errs.ErrLocked)
@@ -189,41 +174,6 @@ func (s *Store) open() (checked *checkResult, err error) {
 	return checked, nil
 }
 
-// pageSize is the page size of the files the store creates (an existing file keeps its
-// own, which bbolt reads from its meta page). See doc.go, "Layout".
-const pageSize = 16 << 10
-
-// openDB opens path with the options that suit an append-only queue. bbolt
-// scans the whole tree of an existing file here (the freelist is rebuilt, see
-// below), so path must be a file that passed validateFile or one this
-// process wrote itself.
-func openDB(path string, noSync bool, mmap int) (db *bolt.DB, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil { // bbolt may panic on a broken file
-			db, err = nil, fmt.Errorf("open panicked: %v", r)
-		}
-	}()
-	db, err = bolt.Open(path, 0o600, &bolt.Options{
-		// We hold our own flock first, so bbolt's must never wait.
-		Timeout: 200 * time.Millisecond,
-		// The freelist is not written on every commit: an append-only queue
-		// frees pages on every ack, and syncing a large freelist would cost
-		// pages per tx. It is rebuilt by a page scan at open instead.
-		NoFreelistSync: true,
-		// The hashmap freelist allocates contiguous runs in near O(1), which
-		// matters after a big drain leaves many free pages.
-		FreelistType:    bolt.FreelistMapType,
-		InitialMmapSize: mmap,
-		PageSize:        pageSize,
-	})
-	if err != nil {
-		return nil, err
-	}
-	db.NoSync = noSync
-	return db, nil
-}
-
 // load creates missing buckets and reads the counters, head and last key.
 func (s *Store) load(db *bolt.DB) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -234,23 +184,23 @@ func (s *Store) load(db *bolt.DB) (err error) {
 	}()
 	w := writerState{dropped: map[string]int64{}}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketEvents, bucketDead, bucketMeta} {
+		for _, name := range [][]byte{format.BucketEvents, format.BucketDead, format.BucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
-		if meta.Get(metaFormat) == nil {
-			if err := meta.Put(metaFormat, encodeRecord([]byte{1})); err != nil {
+		meta := tx.Bucket(format.BucketMeta)
+		if meta.Get(format.MetaFormat) == nil {
+			if err := meta.Put(format.MetaFormat, format.EncodeRecord([]byte{1})); err != nil {
 				return err
 			}
 		}
-		c, err := readCounts(meta)
+		c, err := format.ReadCounts(meta)
 		if err != nil {
 			return err
 		}
-		w.counts = c
-		ec := tx.Bucket(bucketEvents).Cursor()
+		w.Counts = c
+		ec := tx.Bucket(format.BucketEvents).Cursor()
 		if k, _ := ec.First(); k != nil {
 			w.head, _ = ksuid.FromBytes(k)
 			w.headTime = w.head.Time() // appended by an earlier process: its second
@@ -259,7 +209,7 @@ func (s *Store) load(db *bolt.DB) (err error) {
 			w.last, _ = ksuid.FromBytes(k)
 		}
 		s.cs.lastHW = tx.Size()
-		if k, _ := tx.Bucket(bucketDead).Cursor().Last(); k != nil {
+		if k, _ := tx.Bucket(format.BucketDead).Cursor().Last(); k != nil {
 			if d, _ := ksuid.FromBytes(k); ksuid.Compare(d, w.last) > 0 {
 				w.last = d
 			}
@@ -297,7 +247,7 @@ func (s *Store) Close() error {
 // storeFreelist writes the freelist once, in a last empty commit, when the store closes
 // cleanly: the next open then reads it (after the validator has checked it against the tree it
 // walks) instead of bbolt walking the whole tree a second time to rebuild it. Commits never
-// store it (NoFreelistSync, see openDB), so the first commit after the next open marks it as
+// store it (NoFreelistSync, see format.OpenDB), so the first commit after the next open marks it as
 // not stored again, and a file left by a crash is rebuilt by the walk as before. Not with
 // NoSync (nothing is fsynced then), nor once the file failed a check (a damaged file is never
 // written).

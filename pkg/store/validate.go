@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"slices"
 	"syscall"
+
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 )
 
 // errDamaged wraps every finding of the structure check: the file is not
@@ -139,7 +141,7 @@ func (v *validator) rootBuckets(root uint64) error {
 		}
 	}
 	walk(root)
-	if len(names) == 0 || slices.Equal(names, []string{string(bucketDead), string(bucketEvents), string(bucketMeta)}) {
+	if len(names) == 0 || slices.Equal(names, []string{string(format.BucketDead), string(format.BucketEvents), string(format.BucketMeta)}) {
 		return nil
 	}
 	return fmt.Errorf("%w: page %d: the file's root holds %q, not outbox's buckets dead, events and meta", errDamaged, root, names)
