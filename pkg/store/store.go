@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
 	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	"github.com/segmentio/ksuid"
@@ -126,15 +127,15 @@ func Open(dir string, opt Options) (*Store, error) {
 
 // open opens and checks the file; checked is the result of a synchronous full
 // check (nil when it runs in the background or the file is new).
-func (s *Store) open() (checked *checkResult, err error) {
+func (s *Store) open() (checked *fsck.CheckResult, err error) {
 	var size int64
 	if fi, err := os.Stat(s.path); err == nil {
 		size = fi.Size()
 	}
 	if size > 0 {
 		// Before bbolt sees the file: see doc.go, "Checks, corruption, recovery".
-		if err := validateFile(s.path); err != nil {
-			if errors.Is(err, errDamaged) {
+		if err := fsck.ValidateFile(s.path); err != nil {
+			if errors.Is(err, fsck.ErrDamaged) {
 				return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 			}
 			return nil, fmt.Errorf("check data file %s: %w", s.path, err)
@@ -155,7 +156,7 @@ func (s *Store) open() (checked *checkResult, err error) {
 		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
 	if size > 0 && !background {
-		res, err := checkDB(db, nil)
+		res, err := fsck.CheckRecords(db, nil)
 		if err != nil {
 			_ = db.Close()
 			return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
@@ -179,7 +180,7 @@ func (s *Store) load(db *bolt.DB) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // db.Update has rolled back
-			err = panicErr(r)
+			err = fsck.PanicErr(r)
 		}
 	}()
 	w := writerState{dropped: map[string]int64{}}
@@ -258,7 +259,7 @@ func (s *Store) storeFreelist() {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // the file shrank or was damaged under us: leave it as it is
-			s.log.Warn("could not store the freelist at close; the next open rebuilds it", "path", s.path, "error", panicErr(r))
+			s.log.Warn("could not store the freelist at close; the next open rebuilds it", "path", s.path, "error", fsck.PanicErr(r))
 		}
 	}()
 	s.db.NoFreelistSync = false

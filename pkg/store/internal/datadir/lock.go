@@ -12,6 +12,8 @@ import (
 	"github.com/outboxhq/outbox/pkg/errs"
 )
 
+// The directory lock: a non-blocking flock on <dir>/outbox.lock, which holds the owner's pid.
+
 // DirLock is an exclusive flock on the data directory's lock file.
 type DirLock struct{ f *os.File }
 

@@ -1,4 +1,4 @@
-package store
+package fsck
 
 import (
 	"bytes"
@@ -9,6 +9,10 @@ import (
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 )
+
+// Salvage: every record of a damaged file whose checksum verifies, found by following the
+// tree where it can be followed and by scanning the pages it does not reach, then written in
+// key order into a fresh file (writeSalvage) with the counters recomputed.
 
 // kv is one salvaged record: its key and its whole record bytes.
 type kv struct{ k, v []byte }

@@ -1,4 +1,4 @@
-package store
+package fsck_test
 
 import (
 	"encoding/binary"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
@@ -18,7 +20,7 @@ func TestRecover_BothMetaPagesLostFindsANonDefaultPageSize(t *testing.T) {
 	for _, ps := range []int{8192, 16384, 65536} {
 		t.Run(fmt.Sprintf("page size %d", ps), func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, FileName)
+			path := filepath.Join(dir, store.FileName)
 			db, err := bolt.Open(path, 0o600, &bolt.Options{PageSize: ps})
 			if err != nil {
 				t.Fatal(err)
@@ -58,14 +60,14 @@ func TestRecover_BothMetaPagesLostFindsANonDefaultPageSize(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			rep, err := Recover(dir)
+			rep, err := fsck.Recover(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if rep.Saved != n || rep.PageSize != ps || !rep.Scanned {
 				t.Fatalf("report %+v, want %d saved at page size %d", rep, n, ps)
 			}
-			s, err := Open(dir, Options{})
+			s, err := store.Open(dir, store.Options{})
 			if err != nil {
 				t.Fatalf("open recovered file: %v", err)
 			}

@@ -1,4 +1,4 @@
-package store
+package fsck
 
 import (
 	"bytes"
@@ -12,8 +12,9 @@ import (
 )
 
 // A defensive reader of bbolt's on-disk format (little endian, as written on
-// amd64/arm64), used only by Recover: it never trusts a page, checks every
-// bound, and skips what it cannot read instead of panicking.
+// amd64/arm64), used by salvage: it never trusts a page, checks every
+// bound, and skips what it cannot read instead of panicking. validate.go
+// reads the same layout, strictly.
 const (
 	pageHeaderSize = 16
 	elemSize       = 16

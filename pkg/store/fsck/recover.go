@@ -1,4 +1,4 @@
-package store
+package fsck
 
 import (
 	"errors"
@@ -13,6 +13,10 @@ import (
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
+
+// Recover: the directory lock, the full check (a healthy file is left alone), salvage into
+// <name>.recover, the old file set aside under a name never taken, and the fresh file
+// renamed into place. The old bytes are never modified or deleted.
 
 // Report is what Recover did. Unreadable, BadRecords and BadPages count what
 // could be seen to be lost; MissingBytes and StoredEvents − Saved show loss
@@ -95,7 +99,7 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 		return rep, err
 	}
 	defer func() { _ = lock.Unlock() }()
-	path := filepath.Join(dir, FileName)
+	path := filepath.Join(dir, datadir.FileName)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return rep, fmt.Errorf("recover: read %s: %w", path, err)
@@ -108,7 +112,7 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	if res, ok := checkHealthy(path, data); ok {
 		rep.Healthy = true
 		if !opt.Force {
-			rep.StoredEvents, rep.StoredDeadBatches = res.actual.Events, res.actual.DeadBatches
+			rep.StoredEvents, rep.StoredDeadBatches = res.Actual.Events, res.Actual.DeadBatches
 			return rep, nil
 		}
 	}
@@ -182,7 +186,7 @@ func setAside(path string, now time.Time) (string, error) {
 // file with a damaged meta page is not healthy: bbolt would silently fall
 // back to the previous commit, losing the newest; and a damaged file is never
 // handed to bbolt), then every record's checksum, read with bbolt read-only.
-func checkHealthy(path string, data []byte) (res checkResult, ok bool) {
+func checkHealthy(path string, data []byte) (res CheckResult, ok bool) {
 	if validateData(data) != nil {
 		return res, false
 	}
@@ -197,6 +201,6 @@ func checkHealthy(path string, data []byte) (res checkResult, ok bool) {
 		return res, false
 	}
 	defer func() { _ = db.Close() }()
-	res, err = checkDB(db, nil)
+	res, err = CheckRecords(db, nil)
 	return res, err == nil
 }
