@@ -13,14 +13,7 @@ import (
 
 // EventsRoot returns the page size and the root page of the events bucket, read
 // with the page walker from the newest meta page.
-var EventsRoot = eventsRoot
-
-// RenameEvents damages the name of the events bucket in the root page.
-var RenameEvents = renameEvents
-
-// eventsRoot returns the page size and the root page of the events bucket, read
-// with the page walker from the newest meta page.
-func eventsRoot(t *testing.T, data []byte) (ps int, root uint64) {
+func EventsRoot(t *testing.T, data []byte) (ps int, root uint64) {
 	t.Helper()
 	m, valid := metaPages(data)
 	if valid != 2 {
@@ -38,8 +31,8 @@ func eventsRoot(t *testing.T, data []byte) (ps int, root uint64) {
 	return m.pageSize, root
 }
 
-// renameEvents damages the name of the events bucket in the root page.
-func renameEvents(t *testing.T, data []byte) []byte {
+// RenameEvents damages the name of the events bucket in the root page.
+func RenameEvents(t *testing.T, data []byte) []byte {
 	t.Helper()
 	m, _ := metaPages(data)
 	pg := data[int(m.root)*m.pageSize : int(m.root+1)*m.pageSize]
