@@ -76,7 +76,7 @@ func (r *reloader) reload() agent.Reload {
 		r.log.Warn("configuration reloaded in part", "applied", strings.Join(res.Applied, ","),
 			"restart_needed", strings.Join(res.Restart, ","), "message", res.Message)
 	default:
-		r.log.Info("configuration reloaded", "applied", strings.Join(res.Applied, ","))
+		r.log.Info("configuration reloaded", "applied", strings.Join(res.Applied, ","), "message", res.Message)
 	}
 	r.agent.RecordReload(res)
 	return res
@@ -116,13 +116,19 @@ func (r *reloader) apply() agent.Reload {
 		r.log.Warn("configuration key changed; it keeps its old value until the agent restarts", "key", k, "source", lc.Sources[k].String(), "reason", why)
 		notes = append(notes, fmt.Sprintf("%s (from %s) needs a restart: %s", k, lc.Sources[k], why))
 	}
+	var infos []string
+	if len(live) == 0 && len(restart) == 0 {
+		infos = append(infos, "no configuration change")
+	}
 	if err := r.agent.ReloadTLS(); err != nil {
 		notes = append(notes, fmt.Sprintf("TLS certificates not reloaded, the previous ones are served: %v", err))
+	} else if next.Agent.TLS.Enabled() {
+		infos = append(infos, "TLS certificates re-read")
 	}
 	if len(notes) > 0 {
 		res.Result, res.Message = agent.ReloadPartial, strings.Join(notes, "; ")
-	} else if len(live) == 0 {
-		res.Message = "no configuration change"
+	} else {
+		res.Message = strings.Join(infos, "; ")
 	}
 	return res
 }
