@@ -37,10 +37,10 @@ configuration; the pid comes from the directory's lock file), then wait until it
   rejected  the new configuration is invalid: nothing changed, the agent runs on
 
 The agent re-reads the file and its own environment (fixed at its start) exactly as at start.
-Live: log.level, ingest.write_keys, ingest.token, ingest.allow_unauthenticated,
-upload.write_key, upload.headers, upload.timeout, upload.concurrency, upload.split_rejected,
-batch.*, retry.*, shutdown.timeout; the TLS certificates are re-read as well. Every other key
-needs a restart. 'systemctl reload outbox' and 'kill -HUP <pid>' do the same without the wait.
+Live keys:
+` + liveKeyList() + `
+The TLS certificates are re-read as well. Every other key needs a restart.
+'systemctl reload outbox' and 'kill -HUP <pid>' do the same without the wait.
 
 The configuration is checked here first with the same code as 'outbox config': when it does not
 validate, the agent is not signalled and the error is printed (exit code 2).
@@ -127,6 +127,24 @@ func (o *reloadOptions) run(a *app, cmd *cobra.Command) error {
 		case <-time.After(reloadPoll):
 		}
 	}
+}
+
+// liveKeyList is the live keys of the key table, wrapped for help text.
+func liveKeyList() string {
+	var b strings.Builder
+	line := " "
+	for i := range keys {
+		if !keys[i].live {
+			continue
+		}
+		if len(line)+len(keys[i].key)+2 > 96 {
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			line = " "
+		}
+		line += " " + keys[i].key + ","
+	}
+	b.WriteString(strings.TrimSuffix(line, ","))
+	return b.String()
 }
 
 // printReload writes the result of a reload as `outbox reload` shows it.
