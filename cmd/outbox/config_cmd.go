@@ -41,7 +41,7 @@ KiB, MiB, GiB (powers of 1024). Durations are Go durations (500ms, 30s, 12h).
 Keys (environment: OUTBOX_ + key in upper case with "." as "_"):
 ` + keyList.String(),
 		Example: `  outbox config
-  outbox config --config /etc/outbox/outbox.yaml
+  outbox config --config /etc/outbox/config.yaml
   OUTBOX_BATCH_INTERVAL=1s outbox config --listen 127.0.0.1:9000`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

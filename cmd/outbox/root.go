@@ -80,7 +80,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.`,
 		Example: `  outbox run --dev                     # agent + a local collector, no account needed
   outbox send '{"type":"track","event":"Signed Up","userId":"u1"}'
   outbox status
-  OUTBOX_UPLOAD_WRITE_KEY=... outbox run --config /etc/outbox/outbox.yaml`,
+  OUTBOX_UPLOAD_WRITE_KEY=... outbox run --config /etc/outbox/config.yaml`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,

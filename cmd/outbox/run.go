@@ -50,7 +50,7 @@ prints a line per batch, and points upload.endpoint at it: events flow with no a
 Exit codes: 0 after a clean stop; 1 when the data directory is in use or serving fails; 2 for
 a configuration error; 3 when the data file is damaged (the message names 'outbox recover').`,
 		Example: `  outbox run --dev
-  outbox run --config /etc/outbox/outbox.yaml
+  outbox run --config /etc/outbox/config.yaml
   OUTBOX_UPLOAD_WRITE_KEY=... outbox run --data-dir /var/lib/outbox --listen 127.0.0.1:8089`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(a, cmd) },
