@@ -48,7 +48,7 @@ validate, the agent is not signalled and the error is printed (exit code 2).
 Exit codes: 0 applied or partial; 1 when no agent runs on the data directory, it cannot be
 signalled, or its result did not show within --wait; 2 when the configuration is invalid
 (here, or as the agent read it).`,
-		Example: `  outbox reload --config /etc/outbox/outbox.yaml
+		Example: `  outbox reload --config /etc/outbox/config.yaml
   outbox reload --data-dir /var/lib/outbox --wait 30s
   outbox reload --wait 0   # signal only`,
 		Args: argsUsage(cobra.NoArgs),
