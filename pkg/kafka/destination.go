@@ -26,7 +26,9 @@ const recordRetries = 3
 const metadataMinAge = time.Second
 
 // closeWait bounds Close: the client's connections are torn down in the background after it.
-const closeWait = 2 * time.Second
+// It is well under a second, so that a shutdown ends within its deadline plus one second even
+// when Close's deadline cut several produces in flight and the brokers no longer answer.
+const closeWait = 500 * time.Millisecond
 
 // Destination produces batches into one topic. It implements uploader.BoundedDestination:
 // Send is safe for concurrent use (each call keeps its own state; the kgo client is shared),
