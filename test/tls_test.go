@@ -172,7 +172,7 @@ func TestRun_SIGHUPWithoutTLS_KeepsTheAgentRunning(t *testing.T) {
 	a := startAgent(t, t.TempDir(), s.URL()+"/v1/batch", nil)
 	a.signal(t, syscall.SIGHUP)
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(a.stderr.String(), "restart the agent to apply configuration changes") {
+	for !strings.Contains(a.stderr.String(), `msg="configuration reloaded" applied="" message="no configuration change"`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no SIGHUP line logged within 10s; stderr:\n%s", a.stderr.String())
 		}

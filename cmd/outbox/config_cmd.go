@@ -17,7 +17,11 @@ func newConfigCommand(a *app) *cobra.Command {
 	var keyList strings.Builder
 	def := defaultConfig()
 	for i := range keys {
-		fmt.Fprintf(&keyList, "  %-30s %s (default %s)\n", keys[i].key, keys[i].help, displayValue(&keys[i], &def))
+		live := ""
+		if keys[i].live {
+			live = "; live: a reload applies it"
+		}
+		fmt.Fprintf(&keyList, "  %-30s %s (default %s%s)\n", keys[i].key, keys[i].help, displayValue(&keys[i], &def), live)
 	}
 	return &cobra.Command{
 		Use:   "config",

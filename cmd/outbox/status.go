@@ -30,6 +30,7 @@ func newStatusCommand(a *app) *cobra.Command {
   last upload   the last attempt and its result, the last success, and since when uploads fail
   retry         what the worker waits for ("waiting for Retry-After until 12:03:04")
   store         size of the queue file on disk and the fsync policy
+  last reload   when the configuration was last reloaded and the result (see 'outbox reload')
 --json prints the agent's JSON unchanged, for scripts.`,
 		Example: `  outbox status
   outbox status --json | jq .queue.events
@@ -105,6 +106,9 @@ func printStatus(w io.Writer, st *agent.Status, base string) error {
 	row("in flight", fmt.Sprintf("%d batches (limit %d)", st.Upload.InFlight, st.Upload.Concurrency))
 	row("retry", retryLine(st))
 	row("store", fmt.Sprintf("%s on disk, sync %s", humanBytes(st.Store.FileBytes), orDash(st.Store.Sync)))
+	if st.Reload != nil {
+		row("last reload", reloadSummary(st.Reload))
+	}
 	return tw.Flush()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -30,6 +31,10 @@ type Client struct {
 	mu     sync.Mutex // guards closed and async
 	closed bool       // Close has begun: Enqueue, EnqueueAsync and Flush return errs.ErrClosed
 	async  asyncState // EnqueueAsync's pending calls (async.go)
+
+	reconf      sync.Mutex        // one Reconfigure at a time; guards the fields below
+	credentials string            // upload.write_key in use
+	headers     map[string]string // upload.headers in use
 }
 
 // Open validates cfg (after filling zero values with defaults), opens the queue in
@@ -67,6 +72,9 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		log:    o.logger,
 		hooks:  o.hooks,
 		evOpts: event.Options{Limits: event.Limits{MaxEventBytes: cfg.Limits.MaxEventBytes}},
+
+		credentials: cfg.Upload.WriteKey,
+		headers:     maps.Clone(cfg.Upload.Headers),
 	}
 	q, err := queue.Open(cfg.DataDir, queueConfig(cfg, o))
 	if err != nil {
@@ -75,22 +83,21 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	}
 	c.q = q
 	c.w = &worker{
-		cfg:        cfg,
-		q:          q,
-		dest:       dest,
-		clock:      o.clock,
-		rand:       o.rand,
-		log:        o.logger,
-		hooks:      o.hooks,
-		board:      c.board,
-		leaseBytes: max(cfg.Batch.MaxBytes-envelopeBytes-cfg.Batch.MaxEvents, cfg.Limits.MaxEventBytes),
-		ackFault:   o.ackFault,
+		q:        q,
+		dest:     dest,
+		clock:    o.clock,
+		rand:     o.rand,
+		log:      o.logger,
+		hooks:    o.hooks,
+		board:    c.board,
+		ackFault: o.ackFault,
 	}
+	c.w.live.Store(newSettings(cfg))
 	c.w.prep, _ = dest.(preparer)
-	if cfg.Upload.fixedConcurrency() != 1 {
-		if bound := destinationBound(dest); bound != 1 {
-			c.w.gate = newGate(cfg.Upload, bound, o.clock)
-		}
+	// The gate exists whenever the destination takes several batches at once, so that a
+	// Reconfigure of upload.concurrency can move between one and several in flight.
+	if bound := destinationBound(dest); bound != 1 {
+		c.w.gate = newGate(cfg.Upload, bound, o.clock)
 	}
 	c.w.start()
 	return c, nil
@@ -191,7 +198,7 @@ func (c *Client) Flush(ctx context.Context) error {
 	for {
 		st, ch, _ := c.board.read()
 		switch {
-		case st.Path != PathNone && (c.w.gate == nil || st.Waiting >= st.InFlight):
+		case st.Path != PathNone && (c.w.serial() || st.Waiting >= st.InFlight):
 			// With several batches in flight, only once every one of them waits: until
 			// then the others are still delivering.
 			return &WaitingError{Path: st.Path, Until: st.WaitingUntil, Err: st.WaitErr}
