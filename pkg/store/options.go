@@ -3,16 +3,7 @@ package store
 import (
 	"log/slog"
 	"time"
-
-	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
 )
-
-// FileName is the name of the bbolt file inside the data directory.
-const FileName = datadir.FileName
-
-// LockFile is the name of the lock file inside the data directory. It holds
-// the pid of the owner; the lock itself is a non-blocking flock on it.
-const LockFile = datadir.LockFile
 
 // Options configures a Store. The zero value is usable: fsync on every
 // commit, no bounds, checks in the background above 64 MiB.

@@ -52,10 +52,8 @@ func (l *DirLock) Unlock() error {
 	return err
 }
 
-// Owner returns the pid of the process that holds dir's lock (an agent running on it, which
-// `outbox reload` signals). When no process holds it (no lock file, or its lock is free) the
-// error wraps errs.ErrNotOwned. Owner never takes the lock for longer than the probe, and
-// never writes the file.
+// Owner is store.Owner: the pid of the process that holds dir's lock, found with a shared
+// probe of the lock that is released at once, never a write; errs.ErrNotOwned when none does.
 func Owner(dir string) (int, error) {
 	path := filepath.Join(dir, LockFile)
 	f, err := os.Open(path)
