@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/store/fsck"
@@ -46,7 +45,6 @@ func TestOpen_DamagedStructureIsRefusedBeforeBboltReadsIt(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			begin := time.Now()
 			_, err := store.Open(dir, store.Options{})
 			var ce *store.CorruptError
 			if !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), "outbox recover --data-dir "+dir) {
@@ -54,9 +52,6 @@ func TestOpen_DamagedStructureIsRefusedBeforeBboltReadsIt(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Open: %v, want it to say %q", err, tc.want)
-			}
-			if took := time.Since(begin); took > time.Second {
-				t.Errorf("Open took %s to refuse the file", took)
 			}
 			if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
 				t.Fatal("Open changed the damaged file")
