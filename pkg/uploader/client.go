@@ -87,11 +87,9 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		ackFault:   o.ackFault,
 	}
 	c.w.prep, _ = dest.(preparer)
-	if cfg.Upload.fixedConcurrency() != 1 {
-		if bound := destinationBound(dest); bound != 1 {
-			c.w.gate = newGate(cfg.Upload, bound, o.clock)
-		}
-	}
+	bound := destinationBound(dest)
+	c.w.several = cfg.Upload.fixedConcurrency() != 1 && bound != 1
+	c.w.gate = newGate(cfg.Upload, bound, o.clock)
 	c.w.start()
 	return c, nil
 }
@@ -174,7 +172,8 @@ func withIndex(err error, i int) error {
 // to upload now, ignoring batch.interval, and waits. It returns nil when the queue is empty,
 // ctx's error when ctx ends first, a *WaitingError when the worker waits on a retry budget
 // (with several batches in flight, once every one of them waits; the queue will not empty
-// before its Until), the *HookError or *ConfigError that keeps the head batch from being sent, or errs.ErrClosed after Close.
+// before its Until), the *HookError or *ConfigError that keeps the head batch from being sent,
+// an *AuthPausedError while the destination refuses our credentials, or errs.ErrClosed after Close.
 func (c *Client) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	closed := c.closed
@@ -190,8 +189,11 @@ func (c *Client) Flush(ctx context.Context) error {
 	c.w.signal()
 	for {
 		st, ch, _ := c.board.read()
+		auth := c.w.gate.authStats()
 		switch {
-		case st.Path != PathNone && (c.w.gate == nil || st.Waiting >= st.InFlight):
+		case auth.Paused:
+			return &AuthPausedError{AuthPauseStats: auth, Message: c.w.authMessage(auth.Code, auth.Key)}
+		case st.Path != PathNone && (!c.w.several || st.Waiting >= st.InFlight):
 			// With several batches in flight, only once every one of them waits: until
 			// then the others are still delivering.
 			return &WaitingError{Path: st.Path, Until: st.WaitingUntil, Err: st.WaitErr}

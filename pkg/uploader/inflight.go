@@ -168,7 +168,7 @@ func (w *worker) ackNow(b *queue.Batch, info BatchInfo) next {
 // observeAttempt tells the gate what an attempt answered and, for a usable Retry-After, pauses
 // every new attempt until it has passed.
 func (w *worker) observeAttempt(o Outcome, took time.Duration) {
-	if w.gate == nil {
+	if !w.several {
 		return
 	}
 	w.gate.observe(answerOf(o), took)
