@@ -243,7 +243,8 @@ func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
 // Close it waits only when the pause ends before Close's deadline.
 func (w *worker) pauseWait(d time.Duration, path string, changed <-chan struct{}) bool {
 	if w.stopping() {
-		if dl, ok := w.closeCtx.Deadline(); ok && w.clock.Now().Add(d).After(dl) {
+		// Context deadlines are real time, whatever the clock (as budget.Sleep compares them).
+		if dl, ok := w.closeCtx.Deadline(); ok && d > time.Until(dl) {
 			w.log.Info("client-wide pause not over before the close deadline; batch left on disk", "path", path, "wait_left", d.String())
 			return false
 		}
