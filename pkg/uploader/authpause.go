@@ -33,6 +33,7 @@ type AuthPauseStats struct {
 	Code      string    // the last refusal: "401", "403", or a Kafka error name
 	Key       string    // the configuration key to fix: "upload.write_key", "upload.headers", "upload.kafka.sasl"
 	NextProbe time.Time // when the head batch is tried again
+	Message   string    // who refuses, and what to fix, as the warn log says it (never the credential)
 }
 
 // refuse records a refusal of our credentials: it begins the pause (or goes on with it) and
@@ -90,6 +91,15 @@ func (g *gate) authStats() AuthPauseStats {
 		return AuthPauseStats{}
 	}
 	return AuthPauseStats{Paused: true, Since: g.auth.since, Code: g.auth.code, Key: g.auth.key, NextProbe: g.auth.probeAt}
+}
+
+// authPause returns the pause as Stats and Flush show it, with its message.
+func (c *Client) authPause() AuthPauseStats {
+	a := c.w.gate.authStats()
+	if a.Paused {
+		a.Message = c.w.authMessage(a.Code, a.Key)
+	}
+	return a
 }
 
 // probeAuthNow makes a paused uploader try the head batch at once instead of at the next

@@ -189,10 +189,10 @@ func (c *Client) Flush(ctx context.Context) error {
 	c.w.signal()
 	for {
 		st, ch, _ := c.board.read()
-		auth := c.w.gate.authStats()
+		auth := c.authPause()
 		switch {
 		case auth.Paused:
-			return &AuthPausedError{AuthPauseStats: auth, Message: c.w.authMessage(auth.Code, auth.Key)}
+			return &AuthPausedError{AuthPauseStats: auth}
 		case st.Path != PathNone && (!c.w.several || st.Waiting >= st.InFlight):
 			// With several batches in flight, only once every one of them waits: until
 			// then the others are still delivering.

@@ -83,10 +83,7 @@ func trimSnippet(b []byte, n int) string {
 // AuthPausedError is returned by Flush while delivery is paused because the destination
 // refuses our credentials (upload.on_auth_failure: pause): the queue will not empty until the
 // credentials are fixed. errors.Is(err, ErrAuthRefused) matches it.
-type AuthPausedError struct {
-	AuthPauseStats
-	Message string // what the warn log says: who refuses, and the key to fix
-}
+type AuthPausedError struct{ AuthPauseStats }
 
 // Error says that delivery is paused, why, and what to fix.
 func (e *AuthPausedError) Error() string {

@@ -157,7 +157,7 @@ func (c *Client) Stats() Stats {
 		Retry:     RetryStats{Path: st.Path, Attempt: st.Attempt, WaitingUntil: st.WaitingUntil},
 		Store:     StoreStats{Sync: c.cfg.Queue.Sync},
 		Counters:  ctr,
-		AuthPause: c.w.gate.authStats(),
+		AuthPause: c.authPause(),
 	}
 	fillQueueStats(&s, qs, c.w.clock.Now())
 	s.Queue.PendingEvents, s.Queue.PendingBytes = c.pending()
