@@ -51,7 +51,7 @@ type UploadStatus struct {
 
 // RetryStatus describes the retry state of the head batch.
 type RetryStatus struct {
-	Path         string     `json:"path"` // none | rate_limit | backoff
+	Path         string     `json:"path"` // none | rate_limit | backoff | auth (held on refused credentials)
 	Attempt      int        `json:"attempt"`
 	WaitingUntil *time.Time `json:"waiting_until,omitempty"`
 }

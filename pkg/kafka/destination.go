@@ -234,7 +234,7 @@ func (d *Destination) Send(ctx context.Context, b uploader.Batch) uploader.Outco
 	o := st.outcome()
 	o.Bytes = size
 	o = d.orRefused(o)
-	if o.Class == uploader.ClassAborted && ctx.Err() == nil {
+	if o.Class == uploader.ClassAuthRefused && ctx.Err() == nil {
 		d.logAbort(o.Err)
 	} else if o.Class == uploader.ClassSuccess {
 		d.lastAbort.Store(nil)
