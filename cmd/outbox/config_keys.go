@@ -109,7 +109,7 @@ var keys = []keyDef{
 		help: "the most batches upload.concurrency: auto keeps in flight"},
 	{key: "upload.on_auth_failure", kind: kindString, enum: []string{uploader.OnAuthFailurePause, uploader.OnAuthFailureDeadLetter},
 		field: func(c *Config) any { return &c.Upload.OnAuthFailure },
-		help: "on a 401/403: pause (keep the queue, probe once a minute, resume on success) or dead_letter"},
+		help:  "on a 401/403: pause (keep the queue, probe once a minute, resume on success) or dead_letter"},
 	// The destination, and the keys of the Kafka one (destination.go builds it).
 	{key: "upload.destination", kind: kindString, enum: []string{"http", "kafka"}, field: func(c *Config) any { return &c.Dest.Kind },
 		help: "http (POST batches to upload.endpoint) or kafka (produce each event to upload.kafka.topic)"},
