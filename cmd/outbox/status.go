@@ -130,7 +130,7 @@ func retryLine(st *agent.Status) string {
 		}
 		return s + fmt.Sprintf(" (attempt %d)", st.Retry.Attempt)
 	case "auth":
-		s := "held: the collector refuses our credentials"
+		s := "held on refused credentials"
 		if until != "" {
 			s += ", next probe at " + until
 		}

@@ -119,7 +119,7 @@ func (w *worker) refused(t *tried) next {
 	began, warn := w.gate.refuse(code, key)
 	w.board.count(func(c *Counters) { c.AuthRefusals++ })
 	if warn {
-		w.log.Warn(w.authMessage(code, key), "began", began, "probe_every", authProbeInterval.String())
+		w.log.Warn(w.authMessage(code, key)+"; delivery is paused, the queue kept", "began", began, "probe_every", authProbeInterval.String())
 	}
 	return next{kind: nextRefused, err: t.o.asError()}
 }
@@ -152,5 +152,5 @@ func (w *worker) authMessage(code, key string) string {
 	if name := w.dest.Name(); name != "http" {
 		who = "the " + name + " destination"
 	}
-	return fmt.Sprintf("%s refuses our credentials (%s): fix %s and reload; delivery is paused and the queue kept", who, code, key)
+	return fmt.Sprintf("%s refuses our credentials (%s): fix %s and reload", who, code, key)
 }
