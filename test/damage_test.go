@@ -25,9 +25,6 @@ const damageAllEnv = "OUTBOX_DAMAGE_ALL"
 // other damage than make test's).
 const damageSeedEnv = "OUTBOX_DAMAGE_SEED"
 
-// runRefusesWithin is how soon `outbox run` must exit on a damaged file.
-const runRefusesWithin = time.Second
-
 // quickExit spares each of the campaign's many short commands the race
 // detector's one-second sleep at exit (GORACE is ignored without -race).
 var quickExit = map[string]string{"GORACE": "atexit_sleep_ms=0"}
@@ -214,15 +211,12 @@ func (fx *damageFixture) check(t *testing.T, c damageCase) {
 	}
 	put()
 	if refused {
-		begin := time.Now()
+		// The bound only tells a refusal from a hang (an agent that served the file would
+		// run on); how fast open refuses is the bench's to measure.
 		p := start(t, t.TempDir(), agentEnv(dir, freeAddr(t), "http://127.0.0.1:9/v1/batch", quickExit), "run")
 		got, _ := p.wait(t, 10*time.Second)
-		took := time.Since(begin)
 		noPanic(t, []string{"run"}, got, p.stderr.String())
 		refusedRight("run", got, p.stderr.String())
-		if took > runRefusesWithin {
-			t.Errorf("run took %s to refuse the file, want at most %s", took.Round(time.Millisecond), runRefusesWithin)
-		}
 	}
 
 	code, msg = cli("recover", "--data-dir", dir)

@@ -242,9 +242,15 @@ func startAgent(t testing.TB, dataDir, endpoint string, extra map[string]string)
 // waitHealthy polls url's /healthz until it answers 200, failing when p exits first.
 func waitHealthy(t testing.TB, p *proc, url string) {
 	t.Helper()
+	waitHealthyWith(t, p, url, http.DefaultClient)
+}
+
+// waitHealthyWith is waitHealthy through hc (an HTTPS agent's client).
+func waitHealthyWith(t testing.TB, p *proc, url string, hc *http.Client) {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if resp, err := http.Get(url + "/healthz"); err == nil {
+		if resp, err := hc.Get(url + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return

@@ -64,17 +64,7 @@ func TestPowerLoss_EveryAcknowledgedEventSurvivesLosingUnsyncedWrites(t *testing
 	_ = s.SetScript(sink.Script{})
 	startAgent(t, filepath.Join(mnt2, "data"), s.URL()+"/v1/batch", nil)
 	acked := log.ids
-	missing := len(acked)
-	deadline := time.Now().Add(20 * time.Second)
-	for missing > 0 && time.Now().Before(deadline) {
-		_ = s.WaitEvents(ctxFor(t, 200*time.Millisecond), len(acked))
-		missing = 0
-		for _, id := range acked {
-			if s.Deliveries(id) == 0 {
-				missing++
-			}
-		}
-	}
+	missing := waitDelivered(t, s, acked, 20*time.Second)
 	t.Logf("%d acknowledged events; after the power loss the sink got %d", len(acked), s.Stats().Unique)
 	if missing > 0 {
 		t.Fatalf("%d of %d acknowledged events did not survive the loss of unsynced writes", missing, len(acked))

@@ -124,17 +124,7 @@ func TestRun_SIGKILL_DuringIngestAndUpload_EveryAcknowledgedEventArrives(t *test
 
 	_ = s.SetScript(sink.Script{})
 	startAgent(t, dir, s.URL()+"/v1/batch", nil)
-	missing := len(acked)
-	deadline := time.Now().Add(20 * time.Second)
-	for missing > 0 && time.Now().Before(deadline) {
-		_ = s.WaitEvents(ctxFor(t, 200*time.Millisecond), len(acked))
-		missing = 0
-		for _, id := range acked {
-			if s.Deliveries(id) == 0 {
-				missing++
-			}
-		}
-	}
+	missing := waitDelivered(t, s, acked, 20*time.Second)
 	st := s.Stats()
 	t.Logf("%d cycles: %d acknowledged events, sink accepted %d (%d unique, %d duplicates)", cycles, len(acked), st.Events, st.Unique, st.Duplicates)
 	if missing > 0 {

@@ -127,23 +127,7 @@ func waitTLS(t *testing.T, p *proc, url string, roots *x509.CertPool, client *tl
 		cfg.Certificates = []tls.Certificate{*client}
 	}
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if resp, err := hc.Get(url + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("outbox run exited before it was ready (%v); stderr:\n%s", p.err, p.stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("outbox run not ready over HTTPS after 15s; stderr:\n%s", p.stderr.String())
-		}
-	}
+	waitHealthyWith(t, p, url, hc)
 }
 
 func TestRun_TLSConfigErrors_Exit2NamingTheKey(t *testing.T) {
@@ -188,7 +172,7 @@ func TestRun_SIGHUPWithoutTLS_KeepsTheAgentRunning(t *testing.T) {
 	a := startAgent(t, t.TempDir(), s.URL()+"/v1/batch", nil)
 	a.signal(t, syscall.SIGHUP)
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(a.stderr.String(), "restart the agent to apply configuration changes") {
+	for !strings.Contains(a.stderr.String(), `msg="configuration reloaded" applied="" message="no configuration change"`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no SIGHUP line logged within 10s; stderr:\n%s", a.stderr.String())
 		}

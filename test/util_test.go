@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/sink"
 )
 
 func gzipBytes(b []byte) []byte {
@@ -37,6 +39,24 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// waitDelivered waits up to d for the sink to have every one of ids, and returns how many it
+// still lacks. A count of events is not enough: duplicates after a crash count too.
+func waitDelivered(t testing.TB, s *sink.Server, ids []string, d time.Duration) (missing int) {
+	t.Helper()
+	missing = len(ids)
+	deadline := time.Now().Add(d)
+	for missing > 0 && time.Now().Before(deadline) {
+		_ = s.WaitEvents(ctxFor(t, 200*time.Millisecond), len(ids))
+		missing = 0
+		for _, id := range ids {
+			if s.Deliveries(id) == 0 {
+				missing++
+			}
+		}
+	}
+	return missing
 }
 
 // ackLog is the ids of every event an agent answered 200 for, across its kills.

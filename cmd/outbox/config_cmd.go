@@ -17,7 +17,11 @@ func newConfigCommand(a *app) *cobra.Command {
 	var keyList strings.Builder
 	def := defaultConfig()
 	for i := range keys {
-		fmt.Fprintf(&keyList, "  %-30s %s (default %s)\n", keys[i].key, keys[i].help, displayValue(&keys[i], &def))
+		live := ""
+		if keys[i].live {
+			live = "; live: a reload applies it"
+		}
+		fmt.Fprintf(&keyList, "  %-30s %s (default %s%s)\n", keys[i].key, keys[i].help, displayValue(&keys[i], &def), live)
 	}
 	return &cobra.Command{
 		Use:   "config",
@@ -37,7 +41,7 @@ KiB, MiB, GiB (powers of 1024). Durations are Go durations (500ms, 30s, 12h).
 Keys (environment: OUTBOX_ + key in upper case with "." as "_"):
 ` + keyList.String(),
 		Example: `  outbox config
-  outbox config --config /etc/outbox/outbox.yaml
+  outbox config --config /etc/outbox/config.yaml
   OUTBOX_BATCH_INTERVAL=1s outbox config --listen 127.0.0.1:9000`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -5,8 +5,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/outboxhq/outbox/pkg/agent"
 )
 
 // hangups is a subscription to SIGHUP for `outbox run`. Subscribing is what keeps a SIGHUP
@@ -29,24 +27,18 @@ func (a *app) watchHangups() *hangups {
 	return h
 }
 
-// serve answers each SIGHUP until Stop: the agent re-reads its TLS certificates (a bad new one
-// is refused and the old one kept, which the agent logs). Nothing else of the configuration
-// changes without a restart; the log line says so.
-func (h *hangups) serve(log *slog.Logger, ag *agent.Agent, tlsOn bool) {
+// serve answers each SIGHUP until Stop with a reload of the configuration (config_reload.go):
+// the live keys change, the others are logged as needing a restart, an invalid configuration
+// is refused whole, and the TLS certificates are re-read.
+func (h *hangups) serve(log *slog.Logger, r *reloader) {
 	go func() {
 		for {
 			select {
 			case <-h.done:
 				return
 			case <-h.c:
-				if !tlsOn {
-					log.Info("SIGHUP received: nothing is re-read live; restart the agent to apply configuration changes")
-					continue
-				}
-				if err := ag.ReloadTLS(); err != nil {
-					continue // the agent logged the refusal and serves the previous certificate
-				}
-				log.Info("SIGHUP received: TLS certificates re-read; other configuration changes need a restart")
+				log.Info("SIGHUP received: reloading the configuration")
+				r.reload()
 			}
 		}
 	}()

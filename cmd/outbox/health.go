@@ -36,7 +36,7 @@ The agent is --agent URL, else http:// + ingest.listen from the configuration (0
 [::] become 127.0.0.1). /healthz and /readyz need no credential.`,
 		Example: `  outbox health                      # liveness: is the agent up?
   outbox health --ready              # readiness: can it persist events now?
-  outbox health --ready --config /etc/outbox/outbox.yaml
+  outbox health --ready --config /etc/outbox/config.yaml
   outbox health --agent http://127.0.0.1:9000 --timeout 1s`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(a, cmd) },

@@ -22,7 +22,7 @@ type Deps struct {
 	// Notify subscribes ch to SIGINT and SIGTERM and returns the function that unsubscribes;
 	// nil means os/signal.
 	Notify func(ch chan<- os.Signal) (stop func())
-	// NotifyHangup subscribes ch to SIGHUP (outbox run re-reads the TLS certificates on it);
+	// NotifyHangup subscribes ch to SIGHUP (outbox run reloads its configuration on it);
 	// nil means os/signal.
 	NotifyHangup func(ch chan<- os.Signal) (stop func())
 	// IsTerminal reports whether w is an interactive terminal (`outbox flush` then draws a
@@ -80,7 +80,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.`,
 		Example: `  outbox run --dev                     # agent + a local collector, no account needed
   outbox send '{"type":"track","event":"Signed Up","userId":"u1"}'
   outbox status
-  OUTBOX_UPLOAD_WRITE_KEY=... outbox run --config /etc/outbox/outbox.yaml`,
+  OUTBOX_UPLOAD_WRITE_KEY=... outbox run --config /etc/outbox/config.yaml`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
@@ -109,6 +109,7 @@ Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.`,
 		newSendCommand(a),
 		newStatusCommand(a),
 		newFlushCommand(a),
+		newReloadCommand(a),
 		newHealthCommand(a),
 		newDeadCommand(a),
 		newInspectCommand(a),
@@ -126,15 +127,18 @@ func (a *app) load(cmd *cobra.Command) (*loadedConfig, error) {
 	return loadConfig(configInput{File: a.configFile, Environ: a.deps.Environ, Flags: cmd.Flags()})
 }
 
-// logger builds the process logger (to stderr) from the log.* keys.
-func (a *app) logger(c *Config) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Log.Level)) // validated by loadConfig
+// logger builds the process logger (to stderr) from the log.* keys. Its level is the returned
+// LevelVar, which a reload sets.
+func (a *app) logger(c *Config) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
+	if l, ok := parseLevel(c.Log.Level); ok { // validated by loadConfig
+		level.Set(l)
+	}
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(a.deps.Stderr, opts))
+		return slog.New(slog.NewJSONHandler(a.deps.Stderr, opts)), level
 	}
-	return slog.New(slog.NewTextHandler(a.deps.Stderr, opts))
+	return slog.New(slog.NewTextHandler(a.deps.Stderr, opts)), level
 }
 
 // argsUsage wraps a cobra positional-argument check so that its error is a usage error.

@@ -50,7 +50,7 @@ prints a line per batch, and points upload.endpoint at it: events flow with no a
 Exit codes: 0 after a clean stop; 1 when the data directory is in use or serving fails; 2 for
 a configuration error; 3 when the data file is damaged (the message names 'outbox recover').`,
 		Example: `  outbox run --dev
-  outbox run --config /etc/outbox/outbox.yaml
+  outbox run --config /etc/outbox/config.yaml
   OUTBOX_UPLOAD_WRITE_KEY=... outbox run --data-dir /var/lib/outbox --listen 127.0.0.1:8089`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(a, cmd) },
@@ -66,7 +66,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		return err
 	}
 	cfg := lc.Config
-	log := a.logger(&cfg)
+	log, level := a.logger(&cfg)
 	lc.warnUnknownEnv(log)
 	sigs := a.watchSignals()
 	defer sigs.Stop()
@@ -135,7 +135,8 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	log.Info("outbox agent ready", append(append([]any{"listen", ln.Addr().String(), "tls", cfg.Agent.TLS.Enabled(), "data_dir", cfg.DataDir},
 		cfg.destinationAttrs()...), "shutdown_timeout", cfg.Agent.ShutdownTimeout.String())...)
 
-	hups.serve(log, ag, cfg.Agent.TLS.Enabled())
+	reload := a.newReloader(cmd, lc.Config, cfg, log, level, client, ag)
+	hups.serve(log, reload)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
 	sd := startSupervisor(log) // systemd READY/STOPPING/watchdog; no-op outside systemd (notify.go)
@@ -154,8 +155,10 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case sig := <-sigs.C:
+		cfg = reload.current() // shutdown.timeout changes live
 		log.Info("signal received: stopping intake, last upload pass", "signal", sig.String(), "timeout", cfg.Agent.ShutdownTimeout.String())
 	case <-cmd.Context().Done():
+		cfg = reload.current()
 		log.Info("stopping: last upload pass", "timeout", cfg.Agent.ShutdownTimeout.String())
 	}
 	sd.Stopping()

@@ -31,6 +31,7 @@ func newStatusCommand(a *app) *cobra.Command {
   retry         what the worker waits for ("waiting for Retry-After until 12:03:04")
   delivery      shown only when paused: the collector refuses our credentials, and what to fix
   store         size of the queue file on disk and the fsync policy
+  last reload   when the configuration was last reloaded and the result (see 'outbox reload')
 --json prints the agent's JSON unchanged, for scripts.`,
 		Example: `  outbox status
   outbox status --json | jq .queue.events
@@ -110,6 +111,9 @@ func printStatus(w io.Writer, st *agent.Status, base string) error {
 	row("in flight", fmt.Sprintf("%d batches (limit %d)", st.Upload.InFlight, st.Upload.Concurrency))
 	row("retry", retryLine(st))
 	row("store", fmt.Sprintf("%s on disk, sync %s", humanBytes(st.Store.FileBytes), orDash(st.Store.Sync)))
+	if st.Reload != nil {
+		row("last reload", reloadSummary(st.Reload))
+	}
 	return tw.Flush()
 }
 

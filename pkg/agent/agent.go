@@ -29,6 +29,7 @@ type Agent struct {
 	page    *statusPage
 	handler http.Handler
 	tls     *certReloader // nil: plain HTTP
+	reloads reloadLog     // the last configuration reload (reload.go)
 
 	// baseCtx is the parent of every request context; cancelled once the client is closed
 	// so that flush waits end.

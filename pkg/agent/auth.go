@@ -4,45 +4,62 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 // authenticator checks ingest and admin requests against the configured write keys (Basic
-// auth username) and token (Bearer). With neither configured every request passes.
+// auth username) and token (Bearer). With neither configured every request passes. The
+// credentials can be replaced while requests are served (Agent.Reconfigure): each request is
+// checked against the set current when it arrives.
 type authenticator struct {
+	cur atomic.Pointer[credentials]
+}
+
+// credentials are one set of accepted credentials; never modified once published.
+type credentials struct {
 	writeKeys [][]byte
 	token     []byte
 }
 
 func newAuthenticator(cfg Config) *authenticator {
 	a := &authenticator{}
-	for _, k := range cfg.WriteKeys {
-		a.writeKeys = append(a.writeKeys, []byte(k))
-	}
-	if cfg.Token != "" {
-		a.token = []byte(cfg.Token)
-	}
+	a.set(cfg)
 	return a
 }
 
+// set replaces the accepted credentials with cfg's ingest.write_keys and ingest.token.
+func (a *authenticator) set(cfg Config) {
+	c := &credentials{}
+	for _, k := range cfg.WriteKeys {
+		c.writeKeys = append(c.writeKeys, []byte(k))
+	}
+	if cfg.Token != "" {
+		c.token = []byte(cfg.Token)
+	}
+	a.cur.Store(c)
+}
+
 // enabled reports whether any credential is configured.
-func (a *authenticator) enabled() bool { return len(a.writeKeys) > 0 || a.token != nil }
+func (a *authenticator) enabled() bool { return a.cur.Load().enabled() }
+
+func (c *credentials) enabled() bool { return len(c.writeKeys) > 0 || c.token != nil }
 
 // allow reports whether r carries an accepted credential. Comparisons are constant-time and
 // every configured key is compared, so timing does not reveal which key (if any) matched.
-func (a *authenticator) allow(r *http.Request) bool {
-	if !a.enabled() {
+func (c *credentials) allow(r *http.Request) bool {
+	if !c.enabled() {
 		return true
 	}
 	ok := 0
-	if user, _, hasBasic := r.BasicAuth(); hasBasic && len(a.writeKeys) > 0 {
+	if user, _, hasBasic := r.BasicAuth(); hasBasic && len(c.writeKeys) > 0 {
 		u := []byte(user)
-		for _, k := range a.writeKeys {
+		for _, k := range c.writeKeys {
 			ok |= subtle.ConstantTimeCompare(u, k)
 		}
 	}
-	if a.token != nil {
+	if c.token != nil {
 		if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-			ok |= subtle.ConstantTimeCompare([]byte(strings.TrimSpace(h[7:])), a.token)
+			ok |= subtle.ConstantTimeCompare([]byte(strings.TrimSpace(h[7:])), c.token)
 		}
 	}
 	return ok == 1
@@ -51,12 +68,10 @@ func (a *authenticator) allow(r *http.Request) bool {
 // wrap returns h guarded by the credential check; a request without an accepted credential
 // gets 401 and never reaches h.
 func (a *authenticator) wrap(h http.Handler) http.Handler {
-	if !a.enabled() {
-		return h
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.allow(r) {
-			if len(a.writeKeys) > 0 {
+		c := a.cur.Load()
+		if !c.allow(r) {
+			if len(c.writeKeys) > 0 {
 				w.Header().Set("WWW-Authenticate", `Basic realm="outbox"`)
 			}
 			writeError(w, http.StatusUnauthorized, "missing or unknown write key or token")

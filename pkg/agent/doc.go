@@ -54,4 +54,12 @@
 // finish, closes the client (its last bounded upload pass) and finally stops the HTTP server;
 // /v1/status and /metrics answer until then. /readyz is about intake only: a collector outage
 // does not make the agent unready, since buffering through it is the agent's job.
+//
+// # Reload
+//
+// The process that runs the agent reloads its configuration on SIGHUP (outbox run): it hands
+// the new ingest credentials to Reconfigure (an atomic swap; each request is checked against
+// the set current when it arrives), re-reads the TLS files with ReloadTLS, and reports the
+// outcome to RecordReload, which counts it in outbox_config_reloads_total{result} and shows the
+// last one as Status.Reload and on the status page (reload.go).
 package agent

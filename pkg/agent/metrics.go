@@ -36,6 +36,7 @@ type Metrics struct {
 	batchEvents    prometheus.Histogram
 	ingest         *prometheus.CounterVec
 	commitDuration prometheus.Histogram
+	reloads        *prometheus.CounterVec // outbox_config_reloads_total (reload.go)
 
 	source atomic.Pointer[func() gaugeValues] // gauge source, set by New
 }
@@ -98,6 +99,9 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering agent metrics: %w", err)
 		}
+	}
+	if err := m.registerReloads(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

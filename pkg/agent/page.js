@@ -124,6 +124,19 @@ function renderStatus(st) {
   setNum("dead-bytes", st.dead.bytes, fmtBytes(st.dead.bytes));
   setNum("store-bytes", st.store.file_bytes, fmtBytes(st.store.file_bytes));
   setText("store-sync", st.store.sync);
+  renderReload(st.reload);
+}
+
+// renderReload shows the last configuration reload (SIGHUP, outbox reload), if any.
+function renderReload(r) {
+  if (!r) return;
+  setText("reload-at", fmtTime(r.at));
+  const res = $("reload-result");
+  res.textContent = r.result;
+  res.className = r.result === "applied" ? "state-ok" : r.result === "partial" ? "state-waiting" : "state-failing";
+  let msg = r.message || "";
+  if (r.restart_needed && r.restart_needed.length) msg = (msg ? msg + " " : "") + "Restart to apply: " + r.restart_needed.join(", ") + ".";
+  setText("reload-message", msg);
 }
 
 // renderAuthPause shows, while the destination refuses our credentials, why delivery is paused

@@ -52,6 +52,7 @@ type pageState struct {
 	DeadReasons []string       `json:"deadReasons"`
 	Banner      string         `json:"banner"`
 	AuthBanner  string         `json:"authBanner"`
+	Reload      string         `json:"reload"` // the Configuration card's result and note
 }
 
 const readPage = `(() => {
@@ -70,6 +71,7 @@ const readPage = `(() => {
     deadReasons: [...document.querySelectorAll("#dead tr")].map((tr) => tr.children.length > 2 ? tr.children[2].textContent : ""),
     banner: document.getElementById("banner").style.display === "block" ? document.getElementById("banner").textContent : "",
     authBanner: document.getElementById("auth-banner").style.display === "block" ? document.getElementById("auth-banner").textContent : "",
+    reload: document.getElementById("reload-result").textContent + ": " + document.getElementById("reload-message").textContent,
   };
 })()`
 
@@ -112,6 +114,9 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	h.agent.RecordReload(agent.Reload{Result: agent.ReloadPartial, Message: "data_dir changed; a restart is needed.",
+		Applied: []string{"log.level"}, Restart: []string{"data_dir"}})
+
 	bctx, events := startBrowser(t, browser)
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(h.url+"/")); err != nil {
 		t.Fatalf("opening the page: %v", err)
@@ -149,6 +154,9 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 		case !sampled && drawn:
 			t.Errorf("chart series %s is drawn although the agent samples no such column", name)
 		}
+	}
+	if want := "partial: data_dir changed; a restart is needed. Restart to apply: data_dir."; first.Reload != want {
+		t.Errorf("configuration card %q, want %q", first.Reload, want)
 	}
 	if first.ResultRows == 0 {
 		t.Error("no last results shown")

@@ -23,6 +23,8 @@ type Status struct {
 	// Destination is the kind of destination the worker delivers to: "http" or "kafka".
 	Destination string `json:"destination,omitempty"`
 	Version     string `json:"version"`
+	// Reload is the last configuration reload (reload.go); absent before the first.
+	Reload *ReloadStatus `json:"reload,omitempty"`
 }
 
 // QueueStatus describes the events waiting for upload.
@@ -85,7 +87,9 @@ type StoreStatus struct {
 
 // handleStatus serves GET /v1/status.
 func (a *Agent) handleStatus(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, statusFromStats(a.client.Stats()))
+	st := statusFromStats(a.client.Stats())
+	st.Reload = a.lastReload()
+	writeJSON(w, http.StatusOK, st)
 }
 
 // optTime returns nil for a zero time, else the time in UTC truncated to milliseconds.

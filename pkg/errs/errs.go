@@ -19,6 +19,9 @@ var (
 	// ErrLocked is returned (wrapped, with the other process's pid) when another process owns
 	// the data directory.
 	ErrLocked = errors.New("data directory is locked")
+	// ErrNotOwned is returned (wrapped) by store.Owner when no process holds the data
+	// directory's lock: no agent runs on it.
+	ErrNotOwned = errors.New("no outbox process holds the data directory")
 	// ErrClosed is returned by every operation on a closed store, queue or client.
 	ErrClosed = errors.New("outbox is closed")
 )

@@ -2,63 +2,29 @@ package kafka_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/kafka"
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// selfSigned returns a TLS server configuration for 127.0.0.1 and the path of a PEM file
-// holding its certificate, to be trusted as the CA.
-func selfSigned(t *testing.T) (*tls.Config, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kfake test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}, caFile
-}
-
 func TestSend_TLS_TrustsTheCAFile_RefusesAnUnknownCA(t *testing.T) {
-	serverTLS, caFile := selfSigned(t)
-	c := startCluster(t, kfake.TLS(serverTLS))
+	ca := testutil.NewCA(t, "kfake test CA")
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	testutil.WriteFile(t, caFile, ca.PEM)
+	c := startCluster(t, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{ca.Server(t).TLS}, MinVersion: tls.VersionTLS12}))
 
 	d := newDest(t, c, kafka.Config{TLS: true, CAFile: caFile})
 	evs, ids := trackEvents("tls", 10)
 	mustClass(t, send(t, d, evs), uploader.ClassSuccess)
 
-	pool := x509.NewCertPool()
-	pem, _ := os.ReadFile(caFile)
-	pool.AppendCertsFromPEM(pem)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)

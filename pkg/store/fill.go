@@ -30,6 +30,19 @@ func (s *Store) took(r *request) {
 	}
 }
 
+// join adds a request taken out of the channel to the group and reports whether the group may
+// take more. A compaction request ends the group: it is held (s.held) and run once the group has
+// committed.
+func (s *Store) join(r *request) bool {
+	s.took(r)
+	if r.kind == opCompact {
+		s.held = r
+		return false
+	}
+	s.group = append(s.group, r)
+	return true
+}
+
 // awaitedIn counts the awaited appends of the group.
 func awaitedIn(group []*request) int {
 	n := 0
@@ -60,12 +73,9 @@ func (s *Store) fillGroup() {
 	for n < f.expect && len(s.group) < maxGroup {
 		select {
 		case r := <-s.reqs:
-			s.took(r)
-			if r.kind == opCompact {
-				s.held = r
+			if !s.join(r) {
 				return
 			}
-			s.group = append(s.group, r)
 			if r.awaited {
 				n++
 			}

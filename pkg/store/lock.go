@@ -53,3 +53,34 @@ func (l *dirLock) unlock() error {
 	l.f = nil
 	return err
 }
+
+// Owner returns the pid of the process that holds dir's lock (an agent running on it, which
+// `outbox reload` signals). When no process holds it (no lock file, or its lock is free) the
+// error wraps errs.ErrNotOwned. Owner never takes the lock for longer than the probe, and
+// never writes the file.
+func Owner(dir string) (int, error) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("data directory %s: no lock file: %w", dir, errs.ErrNotOwned)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("open lock file: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return 0, fmt.Errorf("data directory %s: its lock is free: %w", dir, errs.ErrNotOwned)
+	} else if !errors.Is(err, syscall.EWOULDBLOCK) {
+		return 0, fmt.Errorf("lock %s: %w", path, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read lock file: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("lock file %s is held but names no pid (%q)", path, strings.TrimSpace(string(b)))
+	}
+	return pid, nil
+}

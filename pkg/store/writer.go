@@ -125,19 +125,15 @@ func (s *Store) run() {
 	}
 }
 
-// take moves the requests waiting in the channel into the group, without waiting, up to
-// maxGroup. A compaction request ends the group: it is held (s.held) and run once the group
-// has committed.
+// take moves the requests waiting in the channel into the group (join), without waiting, up
+// to maxGroup.
 func (s *Store) take() {
 	for len(s.group) < maxGroup && s.held == nil {
 		select {
 		case r := <-s.reqs:
-			s.took(r)
-			if r.kind == opCompact {
-				s.held = r
+			if !s.join(r) {
 				return
 			}
-			s.group = append(s.group, r)
 		default:
 			return
 		}

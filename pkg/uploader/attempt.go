@@ -30,16 +30,17 @@ type next struct {
 }
 
 // attempt makes one attempt of b and routes its outcome. pre, when not nil, is a payload built
-// ahead for it, which the destination owns once passed. Acks of earlier batches may still be
+// ahead for it, which the destination owns once passed. leased says that b is carried by the
+// dispatcher of several in flight (inflight.go), not the FIFO loop. Acks of earlier batches may still be
 // committing: after a success only those already committed are settled; any other outcome
 // settles them all first, since it may write b's retry state, dead-letter b or split it.
-func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pre any) next {
+func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pre any, leased bool) next {
 	if w.runCtx.Err() != nil {
 		w.releasePayload(prepared{payload: pre})
 		return next{kind: nextStop}
 	}
 	retryCount := bud.Attempts()
-	ctx, cancel := context.WithTimeout(w.runCtx, w.cfg.Upload.Timeout)
+	ctx, cancel := context.WithTimeout(w.runCtx, w.settings().timeout)
 	start := time.Now()
 	o := w.dest.Send(ctx, Batch{Events: b.Events, Retry: retryCount, pre: pre})
 	took := time.Since(start)
@@ -77,7 +78,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	}
 	w.board.count(func(c *Counters) { c.Requests++ })
 
-	t := &tried{b: b, bud: bud, o: o, first: first,
+	t := &tried{b: b, bud: bud, o: o, first: first, leased: leased,
 		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Error: string(o.NetError)}}
 	var n next
 	if ackErr != nil {
@@ -96,20 +97,21 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 
 // tried is one attempt of a batch as route sees it.
 type tried struct {
-	b     *queue.Batch
-	bud   *budget.Budget
-	o     Outcome
-	info  BatchInfo
-	first time.Time // the batch's first attempt, for its dead letter
+	b      *queue.Batch
+	bud    *budget.Budget
+	o      Outcome
+	info   BatchInfo
+	first  time.Time // the batch's first attempt, for its dead letter
+	leased bool      // carried by the dispatcher of several in flight
 }
 
 // route decides what follows an attempt's outcome.
 func (w *worker) route(t *tried) next {
 	n := len(t.b.Events)
-	split := w.cfg.Upload.SplitRejected
+	split := w.settings().split
 	switch t.o.Class {
 	case ClassSuccess:
-		if w.several {
+		if t.leased {
 			return w.ackNow(t.b, t.info)
 		}
 		return orRestart(next{kind: nextDone}, w.startAck(t.b, t.info))
@@ -126,7 +128,7 @@ func (w *worker) route(t *tried) next {
 		}
 		return w.dead(t, fmt.Sprintf("too large: %s", t.o.describe()))
 	case ClassAuthRefused:
-		if w.cfg.Upload.OnAuthFailure != OnAuthFailureDeadLetter {
+		if w.settings().onAuth != OnAuthFailureDeadLetter {
 			return w.refused(t)
 		}
 		return w.dead(t, fmt.Sprintf("rejected: %s", t.o.describe()))
@@ -148,7 +150,7 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 	if err := w.q.SaveRetry(t.b, t.bud.State()); err != nil {
 		w.log.Warn("save retry state", "error", err)
 	}
-	if path == PathRateLimit && w.several {
+	if path == PathRateLimit && t.leased {
 		w.gate.pauseUntil(w.clock.Now().Add(wait)) // a Retry-After holds every batch, not this one alone
 	}
 	w.board.count(func(c *Counters) {

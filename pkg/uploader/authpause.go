@@ -136,14 +136,10 @@ func (w *worker) resumed() {
 // *ConfigError's Key, as pkg/kafka sets it), else upload.write_key, or upload.headers when
 // only they carry a credential.
 func (w *worker) authKey(o Outcome) string {
-	var ce *ConfigError
-	switch {
-	case errors.As(o.Err, &ce) && ce.Key != "":
+	if ce := (*ConfigError)(nil); errors.As(o.Err, &ce) && ce.Key != "" {
 		return ce.Key
-	case w.cfg.Upload.WriteKey == "" && len(w.cfg.Upload.Headers) > 0:
-		return "upload.headers"
 	}
-	return "upload.write_key"
+	return w.settings().authKey
 }
 
 // authMessage says who refuses what and what to do (never the credential itself).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -30,6 +31,10 @@ type Client struct {
 	mu     sync.Mutex // guards closed and async
 	closed bool       // Close has begun: Enqueue, EnqueueAsync and Flush return errs.ErrClosed
 	async  asyncState // EnqueueAsync's pending calls (async.go)
+
+	reconf      sync.Mutex        // one Reconfigure at a time; guards the fields below
+	credentials string            // upload.write_key in use
+	headers     map[string]string // upload.headers in use
 }
 
 // Open validates cfg (after filling zero values with defaults), opens the queue in
@@ -67,6 +72,9 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		log:    o.logger,
 		hooks:  o.hooks,
 		evOpts: event.Options{Limits: event.Limits{MaxEventBytes: cfg.Limits.MaxEventBytes}},
+
+		credentials: cfg.Upload.WriteKey,
+		headers:     maps.Clone(cfg.Upload.Headers),
 	}
 	q, err := queue.Open(cfg.DataDir, queueConfig(cfg, o))
 	if err != nil {
@@ -75,20 +83,22 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	}
 	c.q = q
 	c.w = &worker{
-		cfg:        cfg,
-		q:          q,
-		dest:       dest,
-		clock:      o.clock,
-		rand:       o.rand,
-		log:        o.logger,
-		hooks:      o.hooks,
-		board:      c.board,
-		leaseBytes: max(cfg.Batch.MaxBytes-envelopeBytes-cfg.Batch.MaxEvents, cfg.Limits.MaxEventBytes),
-		ackFault:   o.ackFault,
+		q:        q,
+		dest:     dest,
+		clock:    o.clock,
+		rand:     o.rand,
+		log:      o.logger,
+		hooks:    o.hooks,
+		board:    c.board,
+		ackFault: o.ackFault,
 	}
+	c.w.live.Store(newSettings(cfg))
 	c.w.prep, _ = dest.(preparer)
+	// The gate exists always: it admits every attempt, so that a Reconfigure of
+	// upload.concurrency can move between one and several in flight, and it holds the one
+	// batch of the FIFO loop too while our credentials are refused.
 	bound := destinationBound(dest)
-	c.w.several = cfg.Upload.fixedConcurrency() != 1 && bound != 1
+	c.w.oneAtATime = bound == 1
 	c.w.gate = newGate(cfg.Upload, bound, o.clock)
 	c.w.start()
 	return c, nil
@@ -193,7 +203,7 @@ func (c *Client) Flush(ctx context.Context) error {
 		switch {
 		case auth.Paused:
 			return &AuthPausedError{AuthPauseStats: auth}
-		case st.Path != PathNone && (!c.w.several || st.Waiting >= st.InFlight):
+		case st.Path != PathNone && (c.w.serial() || st.Waiting >= st.InFlight):
 			// With several batches in flight, only once every one of them waits: until
 			// then the others are still delivering.
 			return &WaitingError{Path: st.Path, Until: st.WaitingUntil, Err: st.WaitErr}

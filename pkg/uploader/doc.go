@@ -121,6 +121,19 @@
 // (ErrAuthRefused), and a warn line names the key to fix. With dead_letter the batch is
 // dead-lettered as any rejection.
 //
+// # Reconfigure
+//
+// Reconfigure changes batch.*, retry.*, upload.write_key, upload.headers, upload.timeout,
+// upload.concurrency and upload.split_rejected of a running client (live.go, reconfigure.go):
+// one atomic swap of the settings, which the worker reads at the start of each lease and of
+// each attempt, and of the HTTP destination's request builder, which each attempt reads once.
+// An attempt in flight finishes with what it read; a batch's retry budget is set when it is
+// leased; the FIFO loop drops the batch it leased ahead and leases again from the head with the
+// new settings. A change of upload.concurrency between 1 and more moves the worker between the
+// FIFO loop and the dispatcher once the batches in flight have finished (the gate exists for
+// every destination, so both are always at hand). A Reconfigure that changes upload.write_key
+// or upload.headers ends the wait of a pause on refused credentials: the head is probed at once.
+//
 // Every wait (interval, retry, pause) is one budget.Sleep on the injected clock, which Close cuts
 // short. Logs: one info line per batch outcome, one warn line per retry (path, attempt, wait,
 // status or error_class); the write key is never logged.

@@ -28,9 +28,9 @@ import (
 // client-wide pause on refused credentials, which the worker's one batch passes as the head.
 type gate struct {
 	mu      sync.Mutex
-	fixed   int             // upload.concurrency as a number; 0 for auto
+	fixed   int             // upload.concurrency as a number; 0 for auto (setFixed changes it)
 	bound   int             // the destination's own bound; 0 for none
-	lim     *limiter        // auto only
+	lim     *limiter        // auto's limit; kept while fixed, so that auto can come back
 	live    []uint64        // sequence numbers of the leases in flight, oldest first
 	waiting map[uint64]bool // leases waiting out a retry wait of their own
 	seq     uint64
@@ -47,12 +47,20 @@ type lease struct {
 }
 
 func newGate(cfg UploadConfig, bound int, clock budget.Clock) *gate {
-	g := &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock,
-		waiting: map[uint64]bool{}}
-	if g.fixed == 0 {
-		g.lim = newLimiter(cfg.MaxConcurrency)
+	return &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock,
+		waiting: map[uint64]bool{}, lim: newLimiter(cfg.MaxConcurrency)}
+}
+
+// setFixed changes upload.concurrency (0: auto). Leases in flight above a smaller limit finish
+// the attempt they are in and wait for their rank before the next; switching back to auto
+// resumes its limiter where it was.
+func (g *gate) setFixed(fixed int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fixed != fixed {
+		g.fixed = fixed
+		g.notifyLocked()
 	}
-	return g
 }
 
 // limit returns how many batches may be in flight now.
@@ -64,7 +72,7 @@ func (g *gate) limit() int {
 
 func (g *gate) limitLocked() int {
 	n := g.fixed
-	if g.lim != nil {
+	if n == 0 {
 		n = g.lim.Limit()
 	}
 	if g.bound > 0 {
@@ -79,7 +87,7 @@ func (g *gate) room() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	most := g.fixed
-	if g.lim != nil {
+	if most == 0 {
 		most = g.lim.ceil
 	}
 	if g.bound > 0 {
@@ -142,7 +150,7 @@ func (g *gate) pauseUntil(t time.Time) {
 func (g *gate) observe(a answer, rtt time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.lim == nil {
+	if g.fixed != 0 {
 		return
 	}
 	before := g.lim.Limit()
@@ -175,7 +183,7 @@ func (g *gate) state(l *lease) (pause time.Duration, admitted, refused bool, cha
 	if l == nil {
 		return pause, true, false, g.changed
 	}
-	if g.lim != nil && g.lim.outage() {
+	if g.fixed == 0 && g.lim.outage() {
 		return pause, len(g.live) > 0 && g.live[0] == l.seq, false, g.changed
 	}
 	rank := 0

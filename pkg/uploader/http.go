@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
@@ -15,7 +16,7 @@ import (
 // worker asks (prepare), beside the request in flight.
 type httpDestination struct {
 	hc       *http.Client
-	rb       *requestBuilder
+	rb       atomic.Pointer[requestBuilder] // swapped by reconfigure; each attempt reads it once
 	enc      *encoder
 	classify ClassifyFunc
 	clock    budget.Clock
@@ -31,7 +32,6 @@ func newHTTPDestination(cfg UploadConfig, o options, clock budget.Clock, log *sl
 	}
 	d := &httpDestination{
 		hc:       hc,
-		rb:       newRequestBuilder(cfg, o.hook),
 		enc:      newEncoder(cfg.Gzip),
 		classify: o.classify,
 		clock:    clock,
@@ -40,6 +40,7 @@ func newHTTPDestination(cfg UploadConfig, o options, clock budget.Clock, log *sl
 	if d.classify == nil {
 		d.classify = Classify
 	}
+	d.rb.Store(newRequestBuilder(cfg, o.hook))
 	return d, nil
 }
 
@@ -85,7 +86,7 @@ func (d *httpDestination) Send(ctx context.Context, b Batch) Outcome {
 	}
 	defer body.Release()
 	var trace SendTrace
-	req, err := d.rb.build(trace.Context(ctx), body.Bytes(), b.Retry)
+	req, err := d.rb.Load().build(trace.Context(ctx), body.Bytes(), b.Retry)
 	if err != nil {
 		d.log.Error("cannot build the upload request; batch stays queued", "error", err)
 		return Outcome{Class: ClassAborted, Err: err}

@@ -28,15 +28,18 @@ func destinationBound(dest Destination) int {
 }
 
 // runLeases is the worker's loop with several batches in flight (the gate is set): it waits
-// until a batch is due, then dispatches from the head. It returns when the worker must exit.
-func (w *worker) runLeases() {
-	defer close(w.done)
+// until a batch is due, then dispatches from the head. It returns false when the worker must
+// exit, true (with nothing in flight) when batches are to go one at a time from now on.
+func (w *worker) runLeases() bool {
 	for {
 		if !w.waitDue() {
-			return
+			return false
+		}
+		if w.serial() {
+			return true
 		}
 		if !w.dispatch() {
-			return
+			return false
 		}
 	}
 }
@@ -58,7 +61,7 @@ func (w *worker) dispatch() bool {
 	var held leased
 	stop := false
 	for {
-		for !stop && w.gate.room() && w.runCtx.Err() == nil {
+		for !stop && !w.serial() && w.gate.room() && w.runCtx.Err() == nil {
 			b, ok := w.leaseNext(last, held)
 			if !ok {
 				break
@@ -107,26 +110,27 @@ func (h *leased) remove(events, bytes int) {
 // is first judged from the queue's counters in memory, so that the wake-up of every Enqueue
 // does not cost a read of the batch after them while intake is slower than delivery.
 func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) {
+	s := w.settings()
 	if last != nil && !w.stopping() && w.flushing.Load() == 0 {
 		events, bytes, _ := w.q.Pending()
-		if events-int64(held.events) < int64(w.cfg.Batch.MaxEvents) && bytes-int64(held.bytes) < int64(w.leaseBytes) {
+		if events-int64(held.events) < int64(s.batch.MaxEvents) && bytes-int64(held.bytes) < int64(s.leaseBytes) {
 			return nil, false
 		}
 	}
 	if last == nil {
-		b, err := w.q.Lease(w.cfg.Batch.MaxEvents, w.leaseBytes)
+		b, err := w.q.Lease(s.batch.MaxEvents, s.leaseBytes)
 		if err != nil {
 			w.log.Error("lease a batch", "error", err)
 			return nil, false
 		}
 		return b, b != nil && len(b.Events) > 0
 	}
-	b, more, err := w.q.LeaseAfter(last, w.cfg.Batch.MaxEvents, w.leaseBytes)
+	b, more, err := w.q.LeaseAfter(last, s.batch.MaxEvents, s.leaseBytes)
 	if err != nil {
 		w.log.Warn("lease the next batch", "error", err)
 		return nil, false
 	}
-	if !w.dueNext(prepared{b: b, more: more}) {
+	if !w.dueNext(prepared{b: b, more: more}, s) {
 		b.Release()
 		return nil, false
 	}
@@ -138,7 +142,7 @@ func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) 
 // first passes the gate.
 func (w *worker) carry(l *lease) int {
 	defer w.gate.remove(l)
-	bud := budget.New(w.cfg.Retry, w.clock, w.rand)
+	bud := budget.New(w.settings().retry, w.clock, w.rand)
 	work := []*queue.Batch{l.b}
 	for len(work) > 0 {
 		cur := work[0]
@@ -168,7 +172,7 @@ func (w *worker) ackNow(b *queue.Batch, info BatchInfo) next {
 // observeAttempt tells the gate what an attempt answered and, for a usable Retry-After, pauses
 // every new attempt until it has passed.
 func (w *worker) observeAttempt(o Outcome, took time.Duration) {
-	if !w.several {
+	if w.serial() {
 		return
 	}
 	w.gate.observe(answerOf(o), took)

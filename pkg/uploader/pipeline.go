@@ -35,7 +35,8 @@ func (w *worker) startPrefetch(after *queue.Batch) *prefetch {
 	f := &prefetch{done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
-		b, more, err := w.q.LeaseAfter(after, w.cfg.Batch.MaxEvents, w.leaseBytes)
+		s := w.settings()
+		b, more, err := w.q.LeaseAfter(after, s.batch.MaxEvents, s.leaseBytes)
 		f.p = prepared{b: b, more: more, err: err}
 		if err != nil || b == nil || len(b.Events) == 0 || w.prep == nil {
 			return
@@ -60,11 +61,11 @@ func (w *worker) discard(f *prefetch) {
 // it is what waitDue would decide had the worker gone back to the head (the queue held
 // batch.max_events or batch.max_bytes after the delivered batch, a Flush, or Close). A
 // smaller tail batch goes back through waitDue, which knows the interval.
-func (w *worker) dueNext(p prepared) bool {
+func (w *worker) dueNext(p prepared, s *settings) bool {
 	if p.b == nil || len(p.b.Events) == 0 {
 		return false
 	}
-	return p.more || len(p.b.Events) >= w.cfg.Batch.MaxEvents || p.b.Bytes >= w.leaseBytes ||
+	return p.more || len(p.b.Events) >= s.batch.MaxEvents || p.b.Bytes >= s.leaseBytes ||
 		w.stopping() || w.flushing.Load() > 0
 }
 

@@ -11,23 +11,42 @@ import (
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
-func TestRetryAfterDoesNotSpendRetryCount(t *testing.T) {
-	s := startScript(t, "429x5:ra=1")
-	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
-	cfg.Retry.MaxRetries = 1
-	rec := newRecorder()
-	c := open(t, cfg, uploader.WithClock(autoClock()), uploader.WithHooks(rec.hooks()))
-	enqueue(t, c, 0, 2)
-	if err := s.WaitEvents(waitCtx(t), 2); err != nil {
-		t.Fatalf("batch not delivered: %v (requests %v)", err, retryCounts(s.Requests()))
+// Rate-limited waits spend no count: under retry.max_retries 1, five 429s with Retry-After
+// deliver, and so do five 429s followed by one counted 500. Were a Retry-After charged to the
+// counted budget, the 500 would find it spent and dead-letter the batch.
+func TestRetry_RetryAfterSpendsNoCount_DeliversWithinMaxRetriesOne(t *testing.T) {
+	rateLimited := slices.Repeat([]string{uploader.PathRateLimit}, 5)
+	cases := []struct {
+		name, script string
+		wantCounts   []string // X-Retry-Count per request ("-" = absent)
+		wantPaths    []string
+	}{
+		{"five 429s", "429x5:ra=1", []string{"-", "1", "2", "3", "4", "5"}, rateLimited},
+		{"five 429s then a counted 500", "429x5:ra=1,500,ok", []string{"-", "1", "2", "3", "4", "5", "6"},
+			append(slices.Clone(rateLimited), uploader.PathBackoff)},
 	}
-	settle(t, c)
-	want := []string{"-", "1", "2", "3", "4", "5"}
-	if got := retryCounts(s.Requests()); !slices.Equal(got, want) {
-		t.Errorf("X-Retry-Count per request = %v, want %v", got, want)
-	}
-	if got := rec.retryPaths(); !slices.Equal(got, slices.Repeat([]string{uploader.PathRateLimit}, 5)) {
-		t.Errorf("retry paths = %v, want 5 × rate_limit", got)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScript(t, tc.script)
+			cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
+			cfg.Retry.MaxRetries = 1
+			rec := newRecorder()
+			c := open(t, cfg, uploader.WithClock(autoClock()), uploader.WithHooks(rec.hooks()))
+			enqueue(t, c, 0, 2)
+			if err := s.WaitEvents(waitCtx(t), 2); err != nil {
+				t.Fatalf("batch not delivered: %v (requests %v)", err, retryCounts(s.Requests()))
+			}
+			settle(t, c)
+			if got := retryCounts(s.Requests()); !slices.Equal(got, tc.wantCounts) {
+				t.Errorf("X-Retry-Count per request = %v, want %v", got, tc.wantCounts)
+			}
+			if got := rec.retryPaths(); !slices.Equal(got, tc.wantPaths) {
+				t.Errorf("retry paths = %v, want %v", got, tc.wantPaths)
+			}
+			if st := c.Stats(); st.Dead.Batches != 0 || st.Counters.EventsUploaded != 2 {
+				t.Errorf("dead batches %d, uploaded %d; want 0 and 2", st.Dead.Batches, st.Counters.EventsUploaded)
+			}
+		})
 	}
 }
 

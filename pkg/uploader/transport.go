@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
@@ -106,7 +107,7 @@ func newRequestBuilder(cfg UploadConfig, hook RequestHook) *requestBuilder {
 		endpoint:  cfg.Endpoint,
 		userAgent: version.UserAgent(),
 		gzip:      cfg.Gzip,
-		headers:   cfg.Headers,
+		headers:   maps.Clone(cfg.Headers),
 		hook:      hook,
 	}
 	if cfg.WriteKey != "" {

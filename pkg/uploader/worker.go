@@ -17,16 +17,15 @@ import (
 // on a goroutine of its own: inflight.go). The Client starts it at Open and stops it at Close; everything else it shares
 // with the Client goes through the board (state and counters, for Stats and Flush).
 type worker struct {
-	cfg        Config
-	q          *queue.Queue
-	dest       Destination
-	prep       preparer // dest, when it builds payloads ahead; else nil
-	clock      budget.Clock
-	rand       budget.RandFunc
-	log        *slog.Logger
-	hooks      Hooks
-	board      *board
-	leaseBytes int // batch.max_bytes minus the envelope and commas: what Lease may take
+	q     *queue.Queue
+	dest  Destination
+	prep  preparer // dest, when it builds payloads ahead; else nil
+	clock budget.Clock
+	rand  budget.RandFunc
+	log   *slog.Logger
+	hooks Hooks
+	board *board
+	live  atomic.Pointer[settings] // the live settings (live.go); Reconfigure swaps them
 
 	wake      chan struct{} // buffered 1: new events, Flush, Close → worker
 	stop      chan struct{} // closed by stopWith
@@ -36,8 +35,10 @@ type worker struct {
 	cancelRun context.CancelFunc
 	flushing  atomic.Int32 // Flush calls in progress: ignore batch.interval
 
-	gate    *gate // admits every attempt (gate.go): the batches in flight, client-wide pauses
-	several bool  // several batches in flight (inflight.go); false: one at a time, pipelined
+	gate *gate // admits every attempt (gate.go): the batches in flight, client-wide pauses
+	// oneAtATime: the destination takes one batch at a time (no BoundedDestination), so the
+	// FIFO loop runs whatever upload.concurrency says.
+	oneAtATime bool
 
 	ackr     *acker        // commits the acks (pipeline.go)
 	acks     []*pendingAck // outstanding acks, oldest first; worker goroutine only
@@ -87,40 +88,60 @@ func (w *worker) forwardNotify() {
 	}
 }
 
-// run waits until a batch is due, leases it from the head, and drains from there (see drain):
-// each batch is delivered (with its retries, splits and dead letters) before the next is sent,
-// while the next one is leased and encoded beside it. It returns when Close was called and
-// either the queue is empty, a wait would outlast Close's deadline, or that deadline passed.
+// run drives delivery until the worker must exit: the FIFO loop (runSerial) while batches go
+// one at a time, the dispatcher of several in flight (runLeases) otherwise. Each returns, with
+// nothing in flight, when a Reconfigure of upload.concurrency moves the worker to the other.
 func (w *worker) run() {
-	if w.several {
-		w.runLeases()
-		return
-	}
 	defer close(w.done)
+	for {
+		run := w.runLeases
+		if w.serial() {
+			run = w.runSerial
+		}
+		if !run() {
+			return
+		}
+	}
+}
+
+// runSerial waits until a batch is due, leases it from the head, and drains from there (see
+// drain): each batch is delivered (with its retries, splits and dead letters) before the next
+// is sent, while the next one is leased and encoded beside it. It returns false when Close was
+// called and either the queue is empty, a wait would outlast Close's deadline, or that
+// deadline passed; true when batches are to go several at a time from now on.
+func (w *worker) runSerial() bool {
 	w.startAcker()
 	defer w.stopAcker()
 	defer func() { _ = w.settle() }() // an ack failure is logged; the batch stays queued
-	bud := budget.New(w.cfg.Retry, w.clock, w.rand)
+	var bud *budget.Budget
+	var budFor budget.Config
 	for {
 		if !w.waitDue() {
-			return
+			return false
 		}
-		b, err := w.q.Lease(w.cfg.Batch.MaxEvents, w.leaseBytes)
+		s := w.settings()
+		if !w.serial() {
+			return true
+		}
+		if bud == nil || s.retry != budFor {
+			bud, budFor = budget.New(s.retry, w.clock, w.rand), s.retry
+		}
+		b, err := w.q.Lease(s.batch.MaxEvents, s.leaseBytes)
 		if err != nil {
 			w.log.Error("lease a batch", "error", err)
 			if !w.pause(err) {
-				return
+				return false
 			}
 			continue
 		}
 		if b == nil || len(b.Events) == 0 {
 			continue
 		}
-		ok := w.drain(prepared{b: b}, bud)
+		ok := w.drain(prepared{b: b}, bud, s)
 		err = w.settle()
 		w.board.set(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
 		if !ok || (err != nil && !w.pause(err)) {
-			return
+			return false
 		}
 	}
 }
@@ -130,9 +151,10 @@ func (w *worker) run() {
 // it is sent only once the batch before it has left the queue (acked, or dead-lettered) or
 // has been accepted with its ack still committing (see settle), so deliveries stay in FIFO
 // order and one batch at most is in flight. drain returns with the last ack possibly
-// outstanding, true to go back to the head (the next batch is not due, or an ack failed and
-// the queue must be read again from its true head), false when the worker must exit.
-func (w *worker) drain(p prepared, bud *budget.Budget) bool {
+// outstanding, true to go back to the head (the next batch is not due, the live settings s it
+// began with were replaced, or an ack failed and the queue must be read again from its true
+// head), false when the worker must exit.
+func (w *worker) drain(p prepared, bud *budget.Budget, s *settings) bool {
 	w.board.set(func(s *workerState) { s.Busy = true })
 	for {
 		next := w.startPrefetch(p.b)
@@ -149,7 +171,8 @@ func (w *worker) drain(p prepared, bud *budget.Budget) bool {
 		if n.err != nil {
 			w.log.Warn("lease the next batch; going back to the head", "error", n.err)
 		}
-		if n.err != nil || !w.dueNext(n) {
+		if n.err != nil || w.settings() != s || !w.dueNext(n, s) {
+			// New settings: the next batch is leased again from the head with them.
 			w.releasePayload(n)
 			return true
 		}
@@ -175,14 +198,15 @@ func (w *worker) waitDue() bool {
 			}
 			continue
 		}
+		s := w.settings() // read anew after every wake-up: Reconfigure wakes the worker
 		if timerFired || w.stopping() || w.flushing.Load() > 0 ||
-			events >= int64(w.cfg.Batch.MaxEvents) || bytes >= int64(w.leaseBytes) {
+			events >= int64(s.batch.MaxEvents) || bytes >= int64(s.leaseBytes) {
 			return true
 		}
 		// The queue stamps intake times with the client's clock, so the age is on it too.
-		wait := w.cfg.Batch.Interval
+		wait := s.batch.Interval
 		if !oldest.IsZero() {
-			wait = min(max(w.cfg.Batch.Interval-w.clock.Now().Sub(oldest), 0), w.cfg.Batch.Interval)
+			wait = min(max(s.batch.Interval-w.clock.Now().Sub(oldest), 0), s.batch.Interval)
 		}
 		if wait == 0 {
 			return true
@@ -231,7 +255,7 @@ func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l
 			return nil, nextStop
 		}
 		bud.Postpone(held) // time held on refused credentials is not the batch's failure
-		next := w.attempt(b, bud, first, pre)
+		next := w.attempt(b, bud, first, pre, l != nil)
 		pre = nil
 		switch next.kind {
 		case nextDone:
@@ -275,7 +299,7 @@ func (w *worker) pause(err error) bool {
 	if w.stopping() {
 		return false
 	}
-	return budget.Sleep(w.runCtx, w.clock, w.cfg.Batch.Interval, w.stop) == nil
+	return budget.Sleep(w.runCtx, w.clock, w.settings().batch.Interval, w.stop) == nil
 }
 
 // retryWait waits before the next attempt of the head batch. After Close it waits only what

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/spf13/cobra"
+)
+
+// reloader applies a new configuration to the running agent on SIGHUP (and `outbox reload`).
+// It loads the file, the environment and the flags through loadConfig, exactly as at start,
+// so that a configuration `outbox config` rejects is rejected here with the same message.
+// The keys the key table marks live are handed to the packages (uploader.Client.Reconfigure,
+// agent.Agent.Reconfigure, the log level); every other changed key keeps its old value and is
+// logged with the table's reason. The outcome goes to agent.RecordReload.
+type reloader struct {
+	load   func() (*loadedConfig, error)
+	log    *slog.Logger
+	level  *slog.LevelVar
+	client *uploader.Client
+	agent  *agent.Agent
+
+	mu     sync.Mutex // one reload at a time; guards the fields below
+	loaded Config     // as loaded: the start's values, with the live keys of every reload since
+	inUse  Config     // what runs: loaded, with run's own overrides (--dev)
+}
+
+// current returns the configuration in use.
+func (r *reloader) current() Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inUse
+}
+
+// changes lists the keys whose value differs between a and b, split by the key table into
+// those applied live and those that need a restart.
+func changes(a, b *Config) (live, restart []string) {
+	for i := range keys {
+		d := &keys[i]
+		if reflect.DeepEqual(reflect.ValueOf(d.field(a)).Elem().Interface(), reflect.ValueOf(d.field(b)).Elem().Interface()) {
+			continue
+		}
+		if d.live {
+			live = append(live, d.key)
+		} else {
+			restart = append(restart, d.key)
+		}
+	}
+	return live, restart
+}
+
+// withKeys returns c with the values of the named keys taken from src.
+func withKeys(c Config, src *Config, names []string) Config {
+	for _, k := range names {
+		d := lookupKey(k)
+		reflect.ValueOf(d.field(&c)).Elem().Set(reflect.ValueOf(d.field(src)).Elem())
+	}
+	return c
+}
+
+// reload re-reads the configuration and applies what can change live. It never stops the
+// agent: a configuration that does not load or validate changes nothing.
+func (r *reloader) reload() agent.Reload {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.apply()
+	switch res.Result {
+	case agent.ReloadRejected:
+		r.log.Error("configuration reload rejected; running on with the previous configuration", "err", res.Message)
+	case agent.ReloadPartial:
+		r.log.Warn("configuration reloaded in part", "applied", strings.Join(res.Applied, ","),
+			"restart_needed", strings.Join(res.Restart, ","), "message", res.Message)
+	default:
+		r.log.Info("configuration reloaded", "applied", strings.Join(res.Applied, ","), "message", res.Message)
+	}
+	r.agent.RecordReload(res)
+	return res
+}
+
+func (r *reloader) apply() agent.Reload {
+	lc, err := r.load()
+	if err != nil {
+		return agent.Reload{Result: agent.ReloadRejected, Message: err.Error()}
+	}
+	live, restart := changes(&r.loaded, &lc.Config)
+	next := withKeys(r.inUse, &lc.Config, live)
+	// The live keys with the kept ones may break a rule between keys (batch.max_bytes must
+	// hold an event of the limits.max_event_bytes still in use): the same check as at start.
+	checked := &loadedConfig{Config: next, Sources: lc.Sources}
+	if err := checked.validate(); err != nil {
+		return agent.Reload{Result: agent.ReloadRejected,
+			Message: fmt.Sprintf("%v (with the values kept until a restart: %s)", err, strings.Join(restart, ", "))}
+	}
+	if !reflect.DeepEqual(next.uploaderConfig(), r.inUse.uploaderConfig()) {
+		if err := r.client.Reconfigure(next.uploaderConfig()); err != nil {
+			return agent.Reload{Result: agent.ReloadRejected, Message: err.Error()}
+		}
+	}
+	if err := r.agent.Reconfigure(next.agentConfig(r.log)); err != nil {
+		return agent.Reload{Result: agent.ReloadRejected, Message: err.Error()} // validated above; kept for safety
+	}
+	if lvl, ok := parseLevel(next.Log.Level); ok {
+		r.level.Set(lvl)
+	}
+	r.loaded, r.inUse = withKeys(r.loaded, &lc.Config, live), next
+
+	res := agent.Reload{Result: agent.ReloadApplied, Applied: live, Restart: restart}
+	var notes []string
+	for _, k := range restart {
+		why := lookupKey(k).restart
+		r.log.Warn("configuration key changed; it keeps its old value until the agent restarts", "key", k, "source", lc.Sources[k].String(), "reason", why)
+		notes = append(notes, fmt.Sprintf("%s (from %s) needs a restart: %s", k, lc.Sources[k], why))
+	}
+	var infos []string
+	if len(live) == 0 && len(restart) == 0 {
+		infos = append(infos, "no configuration change")
+	}
+	if err := r.agent.ReloadTLS(); err != nil {
+		notes = append(notes, fmt.Sprintf("TLS certificates not reloaded, the previous ones are served: %v", err))
+	} else if next.Agent.TLS.Enabled() {
+		infos = append(infos, "TLS certificates re-read")
+	}
+	if len(notes) > 0 {
+		res.Result, res.Message = agent.ReloadPartial, strings.Join(notes, "; ")
+	} else {
+		res.Message = strings.Join(infos, "; ")
+	}
+	return res
+}
+
+// parseLevel parses a log.level value (validated by loadConfig).
+func parseLevel(s string) (slog.Level, bool) {
+	var l slog.Level
+	return l, l.UnmarshalText([]byte(s)) == nil
+}
+
+// newReloader is the reloader of `outbox run`: loaded is the configuration as loaded at
+// start, inUse with run's overrides.
+func (a *app) newReloader(cmd *cobra.Command, loaded, inUse Config, log *slog.Logger, level *slog.LevelVar,
+	client *uploader.Client, ag *agent.Agent) *reloader {
+	return &reloader{load: func() (*loadedConfig, error) { return a.load(cmd) }, log: log, level: level,
+		client: client, agent: ag, loaded: loaded, inUse: inUse}
+}

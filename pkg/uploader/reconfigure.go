@@ -1,0 +1,80 @@
+package uploader
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/outboxhq/outbox/pkg/errs"
+)
+
+// reconfigurer is implemented by a destination that takes new upload settings while it runs
+// (the HTTP destination: upload.write_key and upload.headers).
+type reconfigurer interface {
+	reconfigure(cfg UploadConfig)
+}
+
+// Reconfigure changes the settings of a running client that can change without a new Open:
+// Batch (batch.*), Retry (retry.*), and of Upload the WriteKey, Headers, Timeout, OnAuthFailure,
+// Concurrency and SplitRejected. The other fields of cfg are not read: the data directory,
+// the queue, the limits, the endpoint and the transport stay as Open set them up.
+//
+// cfg is validated as Open validates it (after filling zero values with defaults); an invalid
+// one changes nothing and its error is returned. Nothing in flight is cut short or dropped:
+// an attempt in flight finishes with the settings it started with, and every attempt and
+// lease after the call uses the new ones. A batch's retry budget is set when it is leased, so
+// new retry.* values apply from the next batch on. A new upload.concurrency applies to the
+// next attempts; moving between 1 (one batch at a time, FIFO) and more waits for the batches
+// in flight to finish. It returns errs.ErrClosed after Close.
+func (c *Client) Reconfigure(cfg Config) error {
+	cfg = cfg.withDefaults()
+	cfg.Limits = c.cfg.Limits // not live; the lease bound is measured against them
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return errs.ErrClosed
+	}
+	c.reconf.Lock()
+	defer c.reconf.Unlock()
+	if r, ok := c.w.dest.(reconfigurer); ok {
+		r.reconfigure(cfg.Upload)
+	}
+	s := newSettings(cfg)
+	c.w.live.Store(s)
+	c.w.gate.setFixed(s.fixed)
+	c.w.signal() // a wait for batch.interval is measured again with the new settings
+	c.log.Info("upload settings reconfigured", "batch_max_events", s.batch.MaxEvents, "batch_max_bytes", s.batch.MaxBytes,
+		"batch_interval", s.batch.Interval.String(), "upload_timeout", s.timeout.String(), "concurrency", concurrencyName(s.fixed))
+	if c.credentials != cfg.Upload.WriteKey || !maps.Equal(c.headers, cfg.Upload.Headers) {
+		c.credentials, c.headers = cfg.Upload.WriteKey, maps.Clone(cfg.Upload.Headers)
+		c.credentialsChanged()
+	}
+	return nil
+}
+
+// credentialsChanged runs after a Reconfigure that changed upload.write_key or upload.headers:
+// a pause on refused credentials probes at once rather than at the next probe period.
+func (c *Client) credentialsChanged() {
+	c.w.signal()
+	c.probeAuthNow()
+}
+
+// concurrencyName is upload.concurrency as configured: auto or the number.
+func concurrencyName(fixed int) string {
+	if fixed == 0 {
+		return DefaultConcurrency
+	}
+	return fmt.Sprint(fixed)
+}
+
+// reconfigure swaps the request builder: the next attempt sends the new write key and
+// headers; the attempts in flight keep the builder they read.
+func (d *httpDestination) reconfigure(cfg UploadConfig) {
+	cur := d.rb.Load()
+	next := newRequestBuilder(cfg, cur.hook)
+	next.endpoint, next.gzip = cur.endpoint, cur.gzip // not live
+	d.rb.Store(next)
+}
