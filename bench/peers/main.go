@@ -9,7 +9,8 @@
 //
 // It is its own Go module so that outbox's go.mod does not depend on posthog-go. It prints
 // "START" when its clock starts, then one JSON line: events, elapsed_ns (first event to the
-// last one delivered), cpu_ns (user+sys from getrusage over the same span).
+// last one delivered), cpu_ns (user+sys from getrusage over the same span), and for posthog
+// failed: the events posthog-go reported it gave up on (a collector that fails requests).
 package main
 
 import (
@@ -46,6 +47,7 @@ type result struct {
 	Events    int64 `json:"events"`
 	ElapsedNS int64 `json:"elapsed_ns"`
 	CPUNS     int64 `json:"cpu_ns"`
+	Failed    int64 `json:"failed,omitempty"` // events posthog-go reported it gave up on
 }
 
 func main() {
@@ -65,9 +67,10 @@ func run(client, path, endpoint string, out io.Writer) error {
 		return err
 	}
 	var send func([]trackEvent) error
+	var failed int64
 	switch client {
 	case "posthog":
-		send = func(evs []trackEvent) error { return runPosthog(evs, endpoint) }
+		send = func(evs []trackEvent) (err error) { failed, err = runPosthog(evs, endpoint); return err }
 		// The app's events become posthog Captures before the clock starts: the context
 		// travels as a property, so the payload carries the same information.
 		for i := range evs {
@@ -84,37 +87,37 @@ func run(client, path, endpoint string, out io.Writer) error {
 		return err
 	}
 	return json.NewEncoder(out).Encode(result{
-		Events: int64(len(evs)), ElapsedNS: time.Since(start).Nanoseconds(), CPUNS: (cpu() - cpu0).Nanoseconds(),
+		Events: int64(len(evs)), ElapsedNS: time.Since(start).Nanoseconds(), CPUNS: (cpu() - cpu0).Nanoseconds(), Failed: failed,
 	})
 }
 
 // runPosthog enqueues every event from one goroutine, then closes the client, which sends
-// what it still holds.
-func runPosthog(evs []trackEvent, endpoint string) error {
+// what it still holds. It returns how many events posthog-go reported it gave up on (the
+// bench decides whether that is an error: against a failing collector it is the loss).
+func runPosthog(evs []trackEvent, endpoint string) (int64, error) {
 	var mu sync.Mutex
-	var failed int
+	var failed int64
 	c, err := posthog.NewWithConfig("phc_bench", posthog.Config{
 		Endpoint: endpoint,
-		Callback: callback{failure: func(n int) { mu.Lock(); failed += n; mu.Unlock() }},
+		Callback: callback{failure: func(n int) { mu.Lock(); failed += int64(n); mu.Unlock() }},
 		Logger:   quiet{},
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i := range evs {
 		e := &evs[i]
 		err := c.Enqueue(posthog.Capture{DistinctId: e.UserID, Event: e.Event, Timestamp: e.Timestamp, Properties: e.Properties})
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if err := c.Close(); err != nil {
-		return err
+		return 0, err
 	}
-	if failed > 0 {
-		return fmt.Errorf("posthog-go failed to send %d events", failed)
-	}
-	return nil
+	mu.Lock()
+	defer mu.Unlock()
+	return failed, nil
 }
 
 // callback counts failures reported by posthog-go.

@@ -27,6 +27,8 @@ type bench struct {
 	hold        *holdResult
 	restart     *restartResult
 	faults      *drainResult
+	faultPeers  *faultPeerResults // faultpeers.go
+	outage      []outageResult    // outage.go: upload.concurrency auto, then 1
 	e2eLib      *e2eResult
 	e2eAg       *e2eAgentResult
 	kafka       *kafkaResult     // kafka.go
@@ -91,7 +93,7 @@ func (b *bench) runSections(ctx context.Context) {
 		fn   func(context.Context)
 	}{
 		{"peers", b.runPeers}, {"ceiling", b.runCeilings}, {"enqueue", b.runEnqueue}, {"agent", b.runAgent},
-		{"faults", b.runFaults}, {"e2e", b.runE2E}, {"kafka", b.runKafka},
+		{"faults", b.runFaults}, {"faultpeers", b.runFaultPeers}, {"outage", b.runOutage}, {"e2e", b.runE2E}, {"kafka", b.runKafka},
 	}
 	for _, s := range steps {
 		if on[s.name] && ctx.Err() == nil {
@@ -169,7 +171,12 @@ func (b *bench) runFaults(ctx context.Context) {
 		b.fail("faults", err)
 		return
 	}
-	r, err := drainInProcess(ctx, d, n, faultScript(b.opt.seed), b.opt.drainLimit)
+	script, err := faultScript(b.opt.seed)
+	if err != nil {
+		b.fail("faults", err)
+		return
+	}
+	r, err := drainInProcess(ctx, d, n, script, b.opt.drainLimit)
 	if err != nil {
 		b.fail("faults", err)
 		return

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,6 +41,7 @@ type childResult struct {
 	Commits   int64 `json:"commits,omitempty"`
 	IntakeNS  int64 `json:"intake_ns,omitempty"` // first event to the last call returning
 	CommitNS  int64 `json:"commit_ns,omitempty"` // time spent in store commits (the writer's busy time)
+	Failed    int64 `json:"failed,omitempty"`    // posthog: events it reported giving up on
 }
 
 // asMap is the event as an app that builds Segment events as maps holds it: what it passes
@@ -161,10 +163,8 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 		return fmt.Errorf("unknown client %q (want async, async-bytes or enqueue64)", o.child)
 	}
 	intake := time.Since(start)
-	fctx, cancel := context.WithTimeout(ctx, o.drainLimit)
-	defer cancel()
-	if err := c.Flush(fctx); err != nil {
-		return fmt.Errorf("flush: %w", err)
+	if err := flushAll(ctx, c, o.drainLimit); err != nil {
+		return err
 	}
 	elapsed, cpu := time.Since(start), selfCPU()-cpu0
 	if n := failed.Load(); n > 0 {
@@ -174,4 +174,31 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 		Events: int64(len(evs)), ElapsedNS: elapsed.Nanoseconds(), CPUNS: cpu.Nanoseconds(), Commits: commits.Load(),
 		IntakeNS: intake.Nanoseconds(), CommitNS: commitNS.Load(),
 	})
+}
+
+// flushAll flushes until the queue is empty, within limit. Against a failing collector Flush
+// returns a WaitingError while every batch in flight waits out a backoff or a Retry-After:
+// the queue is not empty yet, so it flushes again once the wait has passed.
+func flushAll(ctx context.Context, c *uploader.Client, limit time.Duration) error {
+	fctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		err := c.Flush(fctx)
+		var we *uploader.WaitingError
+		if !errors.As(err, &we) {
+			if err != nil {
+				return fmt.Errorf("flush: %w", err)
+			}
+			return nil
+		}
+		pause := 10 * time.Millisecond
+		if d := time.Until(we.Until); d > pause {
+			pause = d
+		}
+		select {
+		case <-time.After(pause):
+		case <-fctx.Done():
+			return fmt.Errorf("flush: %w", fctx.Err())
+		}
+	}
 }

@@ -31,6 +31,17 @@
 //	faults    -fault-events queued events drained in process against 20% 503 and
 //	          5% 429 + Retry-After: 1: events/s, retries and waits, events lost (distinct
 //	          messageIds at the sink vs enqueued) — bound by the real waits
+//	faultpeers posthog-go, outbox EnqueueAsync and the HTTP batch client through the agent,
+//	          side by side, one run each of -fault-peer-events events per collector script
+//	          (sink --fail syntax): answering at once, 200:delay=50ms:default (50 ms away),
+//	          503:20% and 503:20%,429:5%:ra=1, each run against a collector of its own;
+//	          distinct events delivered per second of the client's span, events lost (given
+//	          to the client, never accepted), ratios to posthog-go (50 ms) or to the same
+//	          client on the local collector (faults)
+//	outage    -fault-events queued events drained in process with upload.concurrency auto
+//	          and 1 side by side; once a quarter are delivered the collector answers 503 to
+//	          everything for -outage (real time), then 200: batch requests begun during the
+//	          outage, time from its end until all are delivered, events lost
 //	e2e       end to end, first enqueue → the sink holds all N distinct messageIds, gzip on,
 //	          queue.sync always: through the library (-producers goroutines calling
 //	          Enqueue) and through the agent (-clients × -per-request over HTTP)
@@ -48,6 +59,8 @@
 //
 // Data directories go under -dir ($TMPDIR by default) and are removed after each step
 // (-keep keeps them and the agent logs); the default N of 1,000,000 needs about 1.5 GB free.
-// The full default run takes about 4 to 6 minutes on 2 cores; -quick takes about a minute.
+// The full default run takes about 6 to 8 minutes on 2 cores (faultpeers and outage add about
+// two of them, the outage's 30 s of real time and the backoff after it included); -quick
+// takes about a minute.
 // The peers section builds bench/peers with the go command (-peers names its directory).
 package main

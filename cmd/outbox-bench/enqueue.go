@@ -26,11 +26,19 @@ func (r enqueueResult) perCommit() float64 { return float64(r.events) / float64(
 // queue.sync: always) on dir, uploading to endpoint, with a 64 GiB queue so that no run
 // meets the quota.
 func openClient(dir, endpoint string, opts ...uploader.Option) (*uploader.Client, error) {
+	return openClientWith(dir, endpoint, nil, opts...)
+}
+
+// openClientWith is openClient with edit applied to the configuration first (nil: none).
+func openClientWith(dir, endpoint string, edit func(*uploader.Config), opts ...uploader.Option) (*uploader.Client, error) {
 	cfg := uploader.DefaultConfig()
 	cfg.DataDir = dir
 	cfg.Upload.Endpoint = endpoint
 	cfg.Queue.Sync = "always"
 	cfg.Queue.MaxBytes = 64 << 30
+	if edit != nil {
+		edit(&cfg)
+	}
 	c, err := uploader.Open(cfg, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open client: %w", err)

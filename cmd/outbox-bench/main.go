@@ -18,7 +18,9 @@ import (
 // options are the command-line flags.
 type options struct {
 	events          int           // N: events of the agent, drain and end-to-end runs
-	faultEvents     int           // events of the drain under faults
+	faultEvents     int           // events of the drain under faults and of the outage runs
+	faultPeerEvents int           // events each client sends in the side-by-side runs under faults
+	outage          time.Duration // length of the total outage
 	ceilingEvents   int           // events of the bbolt and gzip ceilings
 	enqueueFor      time.Duration // length of each library Enqueue run
 	clients         int           // concurrent HTTP clients of the ingest load
@@ -47,7 +49,7 @@ type options struct {
 
 // allSections are the sections of the suite, in run order.
 func allSections() []string {
-	return []string{"peers", "ceiling", "enqueue", "agent", "faults", "e2e", "kafka"}
+	return []string{"peers", "ceiling", "enqueue", "agent", "faults", "faultpeers", "outage", "e2e", "kafka"}
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -70,7 +72,9 @@ Usage: go run ./cmd/outbox-bench [flags]
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&o.events, "events", 1_000_000, "N: events queued, drained and sent end to end (-quick: 100000)")
-	fs.IntVar(&o.faultEvents, "fault-events", 100_000, "events drained under faults; bounded by real Retry-After and backoff waits (-quick: 20000)")
+	fs.IntVar(&o.faultEvents, "fault-events", 100_000, "events drained under faults and through the outage; bounded by real Retry-After and backoff waits (-quick: 20000)")
+	fs.IntVar(&o.faultPeerEvents, "fault-peer-events", 50_000, "events each client sends in the side-by-side runs under faults (-quick: 10000)")
+	fs.DurationVar(&o.outage, "outage", 30*time.Second, "length of the collector's total outage (real time) (-quick: 5s)")
 	fs.IntVar(&o.ceilingEvents, "ceiling-events", 200_000, "events written for the bbolt ceiling and compressed for the gzip ceiling (-quick: 50000)")
 	fs.DurationVar(&o.enqueueFor, "enqueue-for", 5*time.Second, "length of each library Enqueue run (-quick: 2s)")
 	fs.IntVar(&o.clients, "clients", 8, "concurrent HTTP clients of the agent ingest load")
@@ -107,6 +111,12 @@ Usage: go run ./cmd/outbox-bench [flags]
 		if !set["fault-events"] {
 			o.faultEvents = 20_000
 		}
+		if !set["fault-peer-events"] {
+			o.faultPeerEvents = 10_000
+		}
+		if !set["outage"] {
+			o.outage = 5 * time.Second
+		}
 		if !set["ceiling-events"] {
 			o.ceilingEvents = 50_000
 		}
@@ -123,9 +133,9 @@ Usage: go run ./cmd/outbox-bench [flags]
 	if o.child != "" {
 		return o, nil
 	}
-	if o.events < o.perRequest || o.faultEvents < 1 || o.ceilingEvents < 1000 || o.clients < 1 ||
+	if o.events < o.perRequest || o.faultEvents < 1000 || o.faultPeerEvents < 1000 || o.outage <= 0 || o.ceilingEvents < 1000 || o.clients < 1 ||
 		o.perRequest < 1 || o.producers < 1 || o.perCall < 1 || o.peerEvents < 1000 || o.peerRounds < 1 {
-		return o, fmt.Errorf("sizes must be positive (-events at least -per-request, -ceiling-events at least 1000)")
+		return o, fmt.Errorf("sizes must be positive (-events at least -per-request; -ceiling-events, -fault-events and -fault-peer-events at least 1000)")
 	}
 	for _, s := range strings.Split(o.only, ",") {
 		if !contains(allSections(), s) {

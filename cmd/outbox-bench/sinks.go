@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -53,13 +54,8 @@ func pausedScript() sink.Script {
 	return sink.Script{Default: sink.Response{Status: 429, RetryAfter: "300"}}
 }
 
-// faultScript answers 20% 503 and 5% 429 + Retry-After: 1, else 200 (the end-to-end run under faults).
-func faultScript(seed uint64) sink.Script {
-	return sink.Script{
-		Seed: seed,
-		Chances: []sink.Chance{
-			{P: 0.20, Response: sink.Response{Status: 503}},
-			{P: 0.05, Response: sink.Response{Status: 429, RetryAfter: "1"}},
-		},
-	}
+// faultScript answers 20% 503 and 5% 429 + Retry-After: 1, else 200 (faultMixSpec, the drain
+// under faults), drawing with seed.
+func faultScript(seed uint64) (sink.Script, error) {
+	return sink.ParseFaults(fmt.Sprintf("%s,seed=%d", faultMixSpec, seed))
 }

@@ -91,6 +91,16 @@ func isAuthorizationError(err error) bool {
 		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }
 
+// throttle records that the cluster asked us to wait interval, keeping the longest.
+func (st *attemptState) throttle(interval time.Duration) {
+	for {
+		cur := st.throttled.Load()
+		if int64(interval) <= cur || st.throttled.CompareAndSwap(cur, int64(interval)) {
+			return
+		}
+	}
+}
+
 // refused records a SASL failure of a connection: kgo would keep dialing until the attempt's
 // deadline, but no retry of the same credentials can succeed, so the attempt ends now.
 func (st *attemptState) refused(err error) {
@@ -254,23 +264,12 @@ func (h hooks) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, bytesWritten int, 
 	if key != int16(kmsg.Produce) || bytesWritten == 0 {
 		return
 	}
-	if st := h.d.attempt.Load(); st != nil {
-		st.written.Store(true)
-	}
+	h.d.live.each(func(st *attemptState) { st.written.Store(true) })
 }
 
 // OnBrokerThrottle records how long the cluster asked us to wait.
 func (h hooks) OnBrokerThrottle(_ kgo.BrokerMetadata, interval time.Duration, _ bool) {
-	st := h.d.attempt.Load()
-	if st == nil {
-		return
-	}
-	for {
-		cur := st.throttled.Load()
-		if int64(interval) <= cur || st.throttled.CompareAndSwap(cur, int64(interval)) {
-			return
-		}
-	}
+	h.d.live.each(func(st *attemptState) { st.throttle(interval) })
 }
 
 // kgoLogger passes kgo's warnings and errors to the destination's logger, at debug: the

@@ -26,16 +26,21 @@ const recordRetries = 3
 const metadataMinAge = time.Second
 
 // closeWait bounds Close: the client's connections are torn down in the background after it.
-const closeWait = 2 * time.Second
+// It is well under a second, so that a shutdown ends within its deadline plus one second even
+// when Close's deadline cut several produces in flight and the brokers no longer answer.
+const closeWait = 500 * time.Millisecond
 
-// Destination produces batches into one topic. It implements uploader.Destination; Send is
-// called by one goroutine at a time (the worker's), Close once after the last Send.
+// Destination produces batches into one topic. It implements uploader.BoundedDestination:
+// Send is safe for concurrent use (each call keeps its own state; the kgo client is shared),
+// up to MaxInFlight batches at once; Close is called once after the last Send.
 type Destination struct {
-	cfg     Config
-	cl      *kgo.Client
-	log     *slog.Logger
-	key     keyFunc
-	attempt atomic.Pointer[attemptState] // the attempt in progress, for the kgo hooks
+	cfg  Config
+	cl   *kgo.Client
+	log  *slog.Logger
+	key  keyFunc
+	live attempts // the attempts in progress, for the kgo hooks
+
+	maxInFlight int // the producer's in-flight limit per broker (MaxInFlight)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -50,9 +55,7 @@ type Destination struct {
 // through.
 func (d *Destination) refused(err error) {
 	d.authErr.Store(&err)
-	if st := d.attempt.Load(); st != nil {
-		st.refused(err)
-	}
+	d.live.each(func(st *attemptState) { st.refused(err) })
 }
 
 // orRefused turns a transient outcome into the refusal of our credentials when that is what
@@ -69,7 +72,7 @@ func (d *Destination) orRefused(o uploader.Outcome) uploader.Outcome {
 	return o
 }
 
-var _ uploader.Destination = (*Destination)(nil)
+var _ uploader.BoundedDestination = (*Destination)(nil)
 
 // Option configures New.
 type Option func(*options)
@@ -114,7 +117,7 @@ func New(cfg Config, opts ...Option) (*Destination, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	d.cl = cl
+	d.cl, d.maxInFlight = cl, producerInFlight(cl)
 	if cfg.SASL.Mechanism == SASLPlain && !cfg.TLS {
 		d.log.Warn("SASL plain without TLS sends the password in clear; set upload.kafka.tls: true")
 	}
@@ -199,8 +202,8 @@ func (d *Destination) Send(ctx context.Context, b uploader.Batch) uploader.Outco
 		return uploader.Outcome{Class: uploader.ClassSuccess}
 	}
 	st := newAttempt(n)
-	d.attempt.Store(st)
-	defer d.attempt.CompareAndSwap(st, nil)
+	d.live.add(st)
+	defer d.live.remove(st)
 
 	// The events are valid only until Send returns, but an abandoned record outlives it in
 	// kgo's buffers: copy them, all into one block.

@@ -30,6 +30,16 @@
 // flight when the attempt's context ends (upload.timeout, or Close's deadline) is abandoned:
 // Send returns at once and the batch stays queued.
 //
+// The destination takes several batches at once (uploader.BoundedDestination): Send is safe
+// for concurrent use, each call collecting its own records' answers, and one kgo client
+// carries them all. MaxInFlight is the producer's limit of produce requests in flight per
+// broker (5 for the idempotent producer): each batch spreads over the partitions, so that many
+// batches keep every broker's pipeline full, and more would only wait in kgo's buffer. A
+// broker answers per partition, so an error reaches the records it was about: kgo may put
+// records of several batches into one partition's record batch, and they share its fate, but
+// each batch is classified by its own records only. Close cuts every attempt in flight, and
+// their batches stay queued.
+//
 // The package is separate from pkg/uploader so that an application that does not deliver to
 // Kafka does not link franz-go. Use it with uploader.WithDestination:
 //

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Collector scripts of the side-by-side runs under faults, in outbox sink --fail syntax (the
+// seed is added by the run).
+const (
+	delaySpec       = "200:delay=50ms:default" // every answer 50 ms later: a collector across a WAN
+	only503Spec     = "503:20%"                // 20% 503 without Retry-After: the counted path
+	faultMixSpec    = "503:20%,429:5%:ra=1"    // and 5% 429 + Retry-After: 1: the rate-limit path too
+	outageSpec      = "503:default"            // every request 503: a total outage
+	targetDelay     = 0.9                      // events/s at 50 ms ÷ posthog-go's at 50 ms
+	targetOnly503   = 0.6                      // events/s under 20% 503 ÷ the same client's on a local collector
+	targetFaultRate = 8_000.0                  // events/s delivered under faultMixSpec
+)
+
+// faultCase is one collector script of the side-by-side runs: base is one of the specs
+// above ("" answers 200 at once), spec the same with the run's seed where it draws chances.
+type faultCase struct{ name, base, spec string }
+
+func (b *bench) faultCases() []faultCase {
+	seeded := func(spec string) string { return fmt.Sprintf("%s,seed=%d", spec, b.opt.seed) }
+	return []faultCase{
+		{"local collector", "", ""},
+		{"collector 50 ms away", delaySpec, delaySpec},
+		{"20% 503", only503Spec, seeded(only503Spec)},
+		{"20% 503 + 5% 429", faultMixSpec, seeded(faultMixSpec)},
+	}
+}
+
+// faultClients are the clients of the side-by-side runs: posthog-go, outbox EnqueueAsync
+// from one goroutine, and the HTTP batch client through the agent.
+func faultClients() []string { return []string{peerPosthog, peerAsync, peerViaAgent} }
+
+// faultPeerResults are the side-by-side runs, by case name and client.
+type faultPeerResults struct {
+	runs map[string]map[string]peerRun
+	errs map[string]map[string]error
+	n    int
+}
+
+// runFaultPeers runs each client once per collector script, on -fault-peer-events events,
+// each run against a collector of its own (so its distinct messageIds are the run's).
+func (b *bench) runFaultPeers(ctx context.Context) {
+	p := &faultPeerResults{runs: map[string]map[string]peerRun{}, errs: map[string]map[string]error{}, n: b.opt.faultPeerEvents}
+	b.faultPeers = p
+	tools, err := b.peerTools(ctx, "fault-peer-events.jsonl", p.n)
+	if err != nil {
+		b.fail("faultpeers", err)
+		return
+	}
+	for _, fc := range b.faultCases() {
+		p.runs[fc.name], p.errs[fc.name] = map[string]peerRun{}, map[string]error{}
+		for _, client := range faultClients() {
+			if ctx.Err() != nil {
+				return
+			}
+			b.progress("fault peers: %s, %s, %s events", fc.name, client, thousands(int64(p.n)))
+			r, err := b.faultPeerRun(ctx, tools, fc, client)
+			if err != nil {
+				b.failed++
+				p.errs[fc.name][client] = err
+				b.progress("fault peers %s, %s failed: %v", fc.name, client, err)
+				continue
+			}
+			p.runs[fc.name][client] = r
+		}
+	}
+}
+
+func (b *bench) faultPeerRun(ctx context.Context, tools peerTools, fc faultCase, client string) (peerRun, error) {
+	s, err := startPeerSink(fc.spec)
+	if err != nil {
+		return peerRun{}, err
+	}
+	defer s.Close()
+	pc := tools.run(client, s, 0)
+	pc.lossy = true
+	return b.peerRun(ctx, pc)
+}
+
+// delivered is the rate of distinct events the collector accepted over the client's span.
+func (r peerRun) deliveredRate() float64 { return float64(r.unique) / (float64(r.ElapsedNS) / 1e9) }
+
+// lost is what the client was given and the collector never accepted.
+func (r peerRun) lost() int64 { return r.Events - r.unique }
+
+var faultClientNames = map[string]string{
+	peerPosthog:  "posthog-go, 1 goroutine",
+	peerAsync:    "outbox EnqueueAsync, 1 goroutine",
+	peerViaAgent: "HTTP batch client → agent",
+}
+
+// faultPeerRows are the side-by-side rows: one per collector script and client, with what
+// each is held to (outbox only; posthog-go is the reference of the 50 ms rows).
+func (b *bench) faultPeerRows() []row {
+	p := b.faultPeers
+	if p == nil {
+		return []row{b.errRow("clients under faults", "faultpeers")}
+	}
+	var rs []row
+	for _, fc := range b.faultCases() {
+		for _, client := range faultClients() {
+			name := fc.name + ": " + faultClientNames[client]
+			r, ok := p.runs[fc.name][client]
+			if !ok {
+				if err := p.errs[fc.name][client]; err != nil {
+					rs = append(rs, row{name: name, result: "error", verdict: "error", detail: err.Error()})
+				} else {
+					rs = append(rs, row{name: name, result: "not run"})
+				}
+				continue
+			}
+			rs = append(rs, b.faultPeerRow(name, fc, client, r))
+		}
+	}
+	return rs
+}
+
+func (b *bench) faultPeerRow(name string, fc faultCase, client string, r peerRun) row {
+	p := b.faultPeers
+	v := r.deliveredRate()
+	rw := row{name: name, result: rate(v)}
+	outbox := client != peerPosthog
+	script := "answering at once"
+	if fc.spec != "" {
+		script = fmt.Sprintf("scripted %q", fc.spec)
+	}
+	lost := fmt.Sprintf("lost %s of %s", thousands(r.lost()), thousands(r.Events))
+	if r.Failed > 0 {
+		lost += fmt.Sprintf(" (posthog-go reported giving up on %s)", thousands(r.Failed))
+	}
+	rw.detail = fmt.Sprintf("%s: %s events to a collector of its own %s: %s distinct delivered in %s, %s; %s batch requests, "+
+		"%s accepted events with duplicates.", name, thousands(r.Events), script, thousands(r.unique),
+		secs(time.Duration(r.ElapsedNS)), lost, thousands(r.requests), thousands(r.delivered))
+	local, okLocal := p.runs[b.faultCases()[0].name][client]
+	switch fc.base {
+	case "":
+		rw.ref = "(reference)"
+	case delaySpec:
+		if ph, ok := p.runs[fc.name][peerPosthog]; ok && outbox {
+			ref := ph.deliveredRate()
+			rw.ref, rw.ratio = rate(ref)+" (posthog-go)", times(v/ref)
+			rw.target, rw.verdict = fmt.Sprintf("≥ %.1f× posthog-go", targetDelay), verdict(v >= targetDelay*ref && r.lost() == 0)
+		}
+	default:
+		if okLocal {
+			ref := local.deliveredRate()
+			rw.ref, rw.ratio = rate(ref)+" (local)", times(v/ref)
+		}
+		if !outbox {
+			break
+		}
+		if fc.base == only503Spec {
+			rw.target = fmt.Sprintf("≥ %.1f× local, 0 lost", targetOnly503)
+			rw.verdict = verdictIf(okLocal, okLocal && v >= targetOnly503*local.deliveredRate() && r.lost() == 0)
+		} else {
+			rw.target, rw.verdict = "≥ 8,000 ev/s, 0 lost", verdict(v >= targetFaultRate && r.lost() == 0)
+		}
+	}
+	return rw
+}

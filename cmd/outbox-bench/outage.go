@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/sink"
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+// outageResult is one run through a total outage: the library draining a full queue, the
+// collector answering every request 503 for the outage's length once a quarter of the events
+// were delivered, then 200 again.
+type outageResult struct {
+	concurrency string // upload.concurrency of the run
+	events      int
+	atStart     int64         // events delivered when the outage began
+	limitAt     int           // the concurrency limit then
+	requests    int64         // batch requests begun during the outage
+	recovery    time.Duration // end of the outage → the collector holds every event
+	unique      int64
+	dead        int64
+	err         error
+}
+
+// runOutage runs the outage with upload.concurrency auto and 1, side by side (each its own
+// queue and collector): the outage is real time, and two at once halve the section's length.
+func (b *bench) runOutage(ctx context.Context) {
+	n := b.opt.faultEvents
+	runs := []string{uploader.DefaultConcurrency, "1"}
+	b.progress("outage: %s queued events, then every request 503 for %s once a quarter were delivered; upload.concurrency %v side by side",
+		thousands(int64(n)), b.opt.outage, runs)
+	b.outage = make([]outageResult, len(runs))
+	var wg sync.WaitGroup
+	for i, conc := range runs {
+		d := b.dir("outage-" + conc)
+		if err := fillQueue(d, b.gen, 0, n); err != nil {
+			b.fail("outage", err)
+			return
+		}
+		wg.Go(func() {
+			defer b.drop(d)
+			b.outage[i] = outageRun(ctx, d, n, conc, b.opt.outage, b.opt.drainLimit)
+		})
+	}
+	wg.Wait()
+	for _, r := range b.outage {
+		if r.err != nil {
+			b.failed++
+			b.progress("outage, upload.concurrency %s failed: %v", r.concurrency, r.err)
+		}
+	}
+}
+
+// outageRun drains dir's n queued events with upload.concurrency conc through an outage of
+// length down.
+func outageRun(ctx context.Context, dir string, n int, conc string, down, limit time.Duration) outageResult {
+	res := outageResult{concurrency: conc, events: n}
+	fail := func(err error) outageResult { res.err = err; return res }
+	outage, err := sink.ParseFaults(outageSpec)
+	if err != nil {
+		return fail(err)
+	}
+	s, err := startSink(sink.Script{})
+	if err != nil {
+		return fail(err)
+	}
+	defer s.Close()
+	c, err := openClientWith(dir, s.endpoint(), func(cfg *uploader.Config) { cfg.Upload.Concurrency = conc })
+	if err != nil {
+		return fail(err)
+	}
+	defer closeClient(c)
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	if err := s.Wait(wctx, func(st sink.Stats) bool { return st.Unique >= int64(n/4) }); err != nil {
+		return fail(fmt.Errorf("before the outage: %w", err))
+	}
+	if err := s.SetScript(outage); err != nil {
+		return fail(err)
+	}
+	st0 := s.Stats()
+	res.atStart, res.limitAt = st0.Unique, c.Stats().Upload.ConcurrencyLimit
+	select {
+	case <-time.After(down):
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	if err := s.SetScript(sink.Script{}); err != nil {
+		return fail(err)
+	}
+	end := time.Now()
+	res.requests = s.Stats().Requests - st0.Requests
+	err = s.Wait(wctx, func(st sink.Stats) bool { return st.Unique >= int64(n) })
+	res.recovery, res.unique, res.dead = time.Since(end), s.Stats().Unique, c.Stats().Dead.Events
+	if err != nil {
+		return fail(fmt.Errorf("after the outage the collector holds %d of %d events (dead %d): %w", res.unique, n, res.dead, err))
+	}
+	return res
+}
+
+// outageRows are the two runs: requests sent during the outage, held to what concurrency 1
+// sends, and the events delivered after it.
+func (b *bench) outageRows() []row {
+	if len(b.outage) == 0 {
+		return []row{b.errRow("outage", "outage")}
+	}
+	var one *outageResult
+	for i := range b.outage {
+		if r := &b.outage[i]; r.concurrency == "1" && r.err == nil {
+			one = r
+		}
+	}
+	var rs []row
+	for _, r := range b.outage {
+		name := fmt.Sprintf("%s outage, upload.concurrency %s: requests", b.opt.outage, r.concurrency)
+		if r.err != nil {
+			rs = append(rs, row{name: name, result: "error", verdict: "error", detail: r.err.Error()})
+			continue
+		}
+		lost := int64(r.events) - r.unique
+		rw := row{name: name, result: thousands(r.requests) + " requests",
+			detail: fmt.Sprintf("outage (upload.concurrency %s): uploader.Client with defaults draining %s queued events; once %s were "+
+				"delivered (concurrency limit %d then) the collector answered every request 503 (%q) for %s, then 200: %s batch "+
+				"requests began during the outage; after it the collector held all %s distinct events %s later; lost %d, "+
+				"dead-lettered %d.", r.concurrency, thousands(int64(r.events)), thousands(r.atStart), r.limitAt, outageSpec,
+				b.opt.outage, thousands(r.requests), thousands(r.unique), secs(r.recovery), lost, r.dead)}
+		if r.concurrency != "1" && one != nil {
+			rw.ref, rw.ratio = thousands(one.requests)+" (concurrency 1)", times(float64(r.requests)/float64(max(one.requests, 1)))
+			rw.target = "≤ concurrency 1, 0 lost"
+			rw.verdict = verdict(r.requests <= one.requests && lost == 0 && r.dead == 0)
+		} else {
+			rw.ref, rw.target, rw.verdict = "(reference)", "0 lost", verdict(lost == 0 && r.dead == 0)
+		}
+		rs = append(rs, rw)
+	}
+	return rs
+}
