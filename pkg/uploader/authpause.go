@@ -119,7 +119,10 @@ func (w *worker) refused(t *tried) next {
 	began, warn := w.gate.refuse(code, key)
 	w.board.count(func(c *Counters) { c.AuthRefusals++ })
 	if warn {
-		w.log.Warn(w.authMessage(code, key)+"; delivery is paused, the queue kept", "began", began, "probe_every", authProbeInterval.String())
+		// describe is what the destination said (a status and a body snippet, a SASL error):
+		// never our credential, which no answer carries.
+		w.log.Warn(w.authMessage(code, key)+"; delivery is paused, the queue kept", "began", began,
+			"probe_every", authProbeInterval.String(), "answer", t.o.describe())
 	}
 	return next{kind: nextRefused, err: t.o.asError()}
 }
