@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/sink"
 )
 
 // Collector scripts of the side-by-side runs under faults, in outbox sink --fail syntax (the
@@ -73,14 +75,47 @@ func (b *bench) runFaultPeers(ctx context.Context) {
 }
 
 func (b *bench) faultPeerRun(ctx context.Context, tools peerTools, fc faultCase, client string) (peerRun, error) {
-	s, err := startPeerSink(fc.spec)
+	s, err := startPeerSinkKeeping(fc.spec, 0) // every record: the sustained span is read from them
 	if err != nil {
 		return peerRun{}, err
 	}
 	defer s.Close()
 	pc := tools.run(client, s, 0)
 	pc.lossy = true
-	return b.peerRun(ctx, pc)
+	r, err := b.peerRun(ctx, pc)
+	r.sustained = sustainedSpan(s.Requests(), r.Events*sustainedShare/100)
+	return r, err
+}
+
+// sustainedShare is the percentage of the events the sustained span covers.
+const sustainedShare = 90
+
+// sustainedSpan is the time from the first request to the one whose acceptance brought the
+// accepted events to want (0 when they never did). A drain's last batches wait out their own
+// backoffs with nothing else left to send, so the end of a short drain measures the unluckiest
+// batch's backoff (0.5 s, then 1 s, then 2 s by default) more than the rate of delivery.
+func sustainedSpan(reqs []sink.Request, want int64) time.Duration {
+	if len(reqs) == 0 || want <= 0 {
+		return 0
+	}
+	var got int64
+	for _, r := range reqs {
+		if r.Outcome != sink.OutcomeAccepted {
+			continue
+		}
+		if got += int64(r.EventCount); got >= want {
+			return r.Time.Sub(reqs[0].Time)
+		}
+	}
+	return 0
+}
+
+// sustainedRate is the rate over the sustained span; 0 when it is unknown.
+func (r peerRun) sustainedRate() float64 {
+	if r.sustained <= 0 {
+		return 0
+	}
+	return float64(r.Events*sustainedShare/100) / r.sustained.Seconds()
 }
 
 // delivered is the rate of distinct events the collector accepted over the client's span.
@@ -137,6 +172,12 @@ func (b *bench) faultPeerRow(name string, fc faultCase, client string, r peerRun
 	rw.detail = fmt.Sprintf("%s: %s events to a collector of its own %s: %s distinct delivered in %s, %s; %s batch requests, "+
 		"%s accepted events with duplicates.", name, thousands(r.Events), script, thousands(r.unique),
 		secs(time.Duration(r.ElapsedNS)), lost, thousands(r.requests), thousands(r.delivered))
+	if sr := r.sustainedRate(); sr > 0 {
+		rw.detail += fmt.Sprintf(" The first %d%% were accepted %s after the first request: %s sustained.", sustainedShare, secs(r.sustained), rate(sr))
+		if local, ok := p.runs[b.faultCases()[0].name][client]; ok && fc.base != "" && local.sustainedRate() > 0 {
+			rw.detail += fmt.Sprintf(" Sustained, %s of the local run's.", times(sr/local.sustainedRate()))
+		}
+	}
 	local, okLocal := p.runs[b.faultCases()[0].name][client]
 	switch fc.base {
 	case "":

@@ -40,6 +40,9 @@ type peerRun struct {
 	delivered int64         // events the collector received during the run
 	unique    int64         // distinct messageIds it accepted during the run
 	requests  int64         // batch requests it was sent during the run
+	// sustained is the span from the first request to the one that brought the accepted
+	// events to 90% of those given (fault runs only): the drain without its last retries.
+	sustained time.Duration
 }
 
 func (r peerRun) rate() float64 { return float64(r.Events) / (float64(r.ElapsedNS) / 1e9) }
@@ -79,12 +82,15 @@ type peerSink struct {
 	url string
 }
 
-func startPeerSink(faults string) (*peerSink, error) {
+func startPeerSink(faults string) (*peerSink, error) { return startPeerSinkKeeping(faults, 16) }
+
+// startPeerSinkKeeping is startPeerSink keeping the last keep request records (0: all).
+func startPeerSinkKeeping(faults string, keep int) (*peerSink, error) {
 	sc, err := sink.ParseFaults(faults)
 	if err != nil {
 		return nil, fmt.Errorf("-peer-faults: %w", err)
 	}
-	s, err := sink.New(sink.Options{Script: sc, DiscardEvents: true, NoValidate: true, MaxRequests: 16})
+	s, err := sink.New(sink.Options{Script: sc, DiscardEvents: true, NoValidate: true, MaxRequests: keep})
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
 	"github.com/spf13/cobra"
 )
 
@@ -40,7 +40,7 @@ The agent must be stopped. Once you are satisfied, delete the .corrupt- file you
 			if err != nil {
 				return err
 			}
-			rep, err := store.RecoverWith(dir, store.RecoverOptions{Force: force})
+			rep, err := fsck.RecoverWith(dir, fsck.RecoverOptions{Force: force})
 			if err != nil {
 				return fmt.Errorf("recover %s: %w", dir, storeError(err))
 			}
@@ -52,8 +52,8 @@ The agent must be stopped. Once you are satisfied, delete the .corrupt- file you
 	return cmd
 }
 
-// printRecoverReport says what store.RecoverWith did, and what was lost where it can tell.
-func printRecoverReport(out io.Writer, dir string, rep store.Report) {
+// printRecoverReport says what fsck.RecoverWith did, and what was lost where it can tell.
+func printRecoverReport(out io.Writer, dir string, rep fsck.Report) {
 	if rep.Healthy && rep.MovedTo == "" {
 		fmt.Fprintf(out, "the data file in %s passed the full check (%d queued event(s), %d dead-letter batch(es)): nothing to recover, nothing was changed; --force rebuilds it anyway\n",
 			dir, rep.StoredEvents, rep.StoredDeadBatches)

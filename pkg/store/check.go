@@ -3,107 +3,22 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime/debug"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 )
 
-// errCheckAborted ends a background check when the store closes.
-var errCheckAborted = errors.New("check aborted")
-
-// checkResult is what a full check found.
-type checkResult struct {
-	actual, stored counts
-}
-
-// checkDB verifies every record's CRC and the dead-letter headers of a file
-// whose structure validateFile has checked (bbolt's own Tx.Check is never
-// run: it reads in a goroutine of its own, where a damaged page would crash
-// the process). It never writes. quit (may be nil) aborts it.
-func checkDB(db *bolt.DB, quit <-chan struct{}) (res checkResult, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil { // db.View has rolled back
-			err = panicErr(r)
-		}
-	}()
-	err = db.View(func(tx *bolt.Tx) error {
-		if meta := tx.Bucket(bucketMeta); meta != nil {
-			if err := meta.ForEach(func(k, v []byte) error {
-				if _, err := decodeRecord(v); err != nil {
-					return fmt.Errorf("meta %q: %w", k, err)
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			if res.stored, err = readCounts(meta); err != nil {
-				return err
-			}
-		}
-		n := 0
-		aborted := func() bool {
-			n++
-			if quit == nil || n%4096 != 0 {
-				return false
-			}
-			select {
-			case <-quit:
-				return true
-			default:
-				return false
-			}
-		}
-		if b := tx.Bucket(bucketEvents); b != nil {
-			c := b.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				p, err := decodeRecord(v)
-				if err != nil {
-					return fmt.Errorf("event %s: %w", ksuidString(k), err)
-				}
-				res.actual.Events++
-				res.actual.Bytes += int64(len(p))
-				if aborted() {
-					return errCheckAborted
-				}
-			}
-		}
-		if b := tx.Bucket(bucketDead); b != nil {
-			c := b.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				p, err := decodeRecord(v)
-				if err != nil {
-					return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
-				}
-				h, err := decodeDeadHeader(p)
-				if err != nil {
-					return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
-				}
-				if _, err := deadEvents(h); err != nil {
-					return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
-				}
-				res.actual.DeadBatches++
-				res.actual.DeadEvents += int64(h.events)
-				res.actual.DeadBytes += h.bytes
-				if aborted() {
-					return errCheckAborted
-				}
-			}
-		}
-		return nil
-	})
-	return res, err
-}
+// The running store's side of the full check (fsck.CheckRecords): on a large file it runs in
+// the background while intake runs, and counters found off are corrected through the writer.
 
 // backgroundCheck checks a large file while intake runs. On failure it stops
 // every write (they return the *CorruptError) and calls OnCorrupt.
 func (s *Store) backgroundCheck() {
 	defer s.checking.Store(false)
 	s.dbmu.RLock()
-	res, err := checkDB(s.db, s.quit)
+	res, err := fsck.CheckRecords(s.db, s.quit)
 	s.dbmu.RUnlock()
-	if errors.Is(err, errCheckAborted) {
+	if errors.Is(err, fsck.ErrCheckAborted) {
 		return
 	}
 	if err != nil {
@@ -115,19 +30,19 @@ func (s *Store) backgroundCheck() {
 		}
 		return
 	}
-	s.log.Info("data file check passed", "path", s.path, "events", res.actual.Events)
+	s.log.Info("data file check passed", "path", s.path, "events", res.Actual.Events)
 	s.fixCounts(res)
 }
 
 // fixCounts corrects the persisted counters when a check found them off.
-func (s *Store) fixCounts(res checkResult) {
-	if res.actual == res.stored {
+func (s *Store) fixCounts(res fsck.CheckResult) {
+	if res.Actual == res.Stored {
 		return
 	}
-	d := counts{
-		Events: res.actual.Events - res.stored.Events, Bytes: res.actual.Bytes - res.stored.Bytes,
-		DeadBatches: res.actual.DeadBatches - res.stored.DeadBatches,
-		DeadEvents:  res.actual.DeadEvents - res.stored.DeadEvents, DeadBytes: res.actual.DeadBytes - res.stored.DeadBytes,
+	d := format.Counts{
+		Events: res.Actual.Events - res.Stored.Events, Bytes: res.Actual.Bytes - res.Stored.Bytes,
+		DeadBatches: res.Actual.DeadBatches - res.Stored.DeadBatches,
+		DeadEvents:  res.Actual.DeadEvents - res.Stored.DeadEvents, DeadBytes: res.Actual.DeadBytes - res.Stored.DeadBytes,
 	}
 	// Fewer records than counted: a damaged page header can hide records
 	// (the file still passes every check), so say so where an operator looks.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -33,7 +35,7 @@ func (s *Store) compact() (err error) {
 	// once below before it replaces anything, and a crash meanwhile leaves
 	// only the temporary file. Mapping about the live size up front saves
 	// the remaps, each of which copies every dirty node of the open copy tx.
-	dst, err := openDB(tmp, true, copyMmapSize(s.liveEstimate()))
+	dst, err := format.OpenDB(tmp, true, copyMmapSize(s.liveEstimate()))
 	if err != nil {
 		return fmt.Errorf("compact: create %s: %w", tmp, err)
 	}
@@ -71,9 +73,9 @@ func (s *Store) swap(tmp string) error {
 	}
 	renameErr := os.Rename(tmp, s.path)
 	if renameErr == nil {
-		renameErr = syncDir(s.dir)
+		renameErr = datadir.SyncDir(s.dir)
 	}
-	db, err := openDB(s.path, s.opt.NoSync, 0)
+	db, err := format.OpenDB(s.path, s.opt.NoSync, 0)
 	if err != nil {
 		ce := &CorruptError{Path: s.path, Dir: s.dir, Err: fmt.Errorf("reopen after compaction: %w", err)}
 		s.failed.Store(ce)
@@ -113,15 +115,6 @@ func copyMmapSize(live int64) int {
 		m *= 2
 	}
 	return int(m)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Compact compacts the data file of dir offline (`outbox compact`). It takes

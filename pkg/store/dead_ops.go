@@ -2,12 +2,12 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	"github.com/segmentio/ksuid"
 )
 
@@ -27,14 +27,14 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 		return err
 	}
 	id := w.nextKey(s.opt.Now())
-	payload := encodeDead(info, events)
-	if err := b.dead.Put(id[:], encodeRecord(payload)); err != nil {
+	payload := format.EncodeDead(info, events)
+	if err := b.dead.Put(id[:], format.EncodeRecord(payload)); err != nil {
 		return err
 	}
-	h, _ := decodeDeadHeader(payload)
+	h, _ := format.DecodeDeadHeader(payload)
 	w.DeadBatches++
-	w.DeadEvents += int64(h.events)
-	w.DeadBytes += h.bytes
+	w.DeadEvents += int64(h.Events)
+	w.DeadBytes += h.Bytes
 	if s.opt.Policy == nil {
 		return nil
 	}
@@ -48,30 +48,22 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 			return err
 		}
 		w.DeadBatches--
-		w.DeadEvents -= int64(dh.events)
-		w.DeadBytes -= dh.bytes
-		excess -= max(dh.bytes, 1)
-		s.drop(w, ReasonDeadOverflow, dh.events, "dead_id", ksuidString(k))
+		w.DeadEvents -= int64(dh.Events)
+		w.DeadBytes -= dh.Bytes
+		excess -= max(dh.Bytes, 1)
+		s.drop(w, ReasonDeadOverflow, dh.Events, "dead_id", format.KeyString(k))
 	}
 	return nil
 }
 
 // deadHeaderOf decodes a dead record's header; a broken one counts as empty.
-func deadHeaderOf(v []byte) deadHeader {
-	p, err := decodeRecord(v)
+func deadHeaderOf(v []byte) format.DeadHeader {
+	p, err := format.DecodeRecord(v)
 	if err != nil {
-		return deadHeader{}
+		return format.DeadHeader{}
 	}
-	h, _ := decodeDeadHeader(p)
+	h, _ := format.DecodeDeadHeader(p)
 	return h
-}
-
-func ksuidString(k []byte) string {
-	id, err := ksuid.FromBytes(k)
-	if err != nil {
-		return fmt.Sprintf("%x", k)
-	}
-	return id.String()
 }
 
 // deadKeys resolves ids (all when empty) to existing dead keys, oldest first.
@@ -87,7 +79,7 @@ func deadKeys(b buckets, ids [][]byte) ([][]byte, error) {
 	out := make([][]byte, 0, len(ids))
 	for _, id := range ids {
 		if b.dead.Get(id) == nil {
-			return nil, fmt.Errorf("dead batch %s: %w", ksuidString(id), errs.ErrNotFound)
+			return nil, fmt.Errorf("dead batch %s: %w", format.KeyString(id), errs.ErrNotFound)
 		}
 		out = append(out, id)
 	}
@@ -102,26 +94,26 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 	}
 	type item struct {
 		key    []byte
-		h      deadHeader
+		h      format.DeadHeader
 		events [][]byte
 	}
 	items := make([]item, 0, len(keys))
 	var need int64
 	for _, k := range keys {
-		p, err := decodeRecord(b.dead.Get(k))
+		p, err := format.DecodeRecord(b.dead.Get(k))
 		if err != nil {
-			return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+			return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 		}
-		h, err := decodeDeadHeader(p)
+		h, err := format.DecodeDeadHeader(p)
 		if err != nil {
-			return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+			return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 		}
-		evs, err := deadEvents(h)
+		evs, err := format.DeadEvents(h)
 		if err != nil {
-			return fmt.Errorf("dead batch %s: %w", ksuidString(k), err)
+			return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 		}
 		items = append(items, item{k, h, evs})
-		need += h.bytes
+		need += h.Bytes
 	}
 	if err := s.admit(b, need, true, w); err != nil {
 		return err
@@ -134,7 +126,7 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 			if run.first.IsNil() {
 				run.first = k
 			}
-			if err := b.events.Put(k[:], encodeRecord(e)); err != nil {
+			if err := b.events.Put(k[:], format.EncodeRecord(e)); err != nil {
 				return err
 			}
 			w.Events++
@@ -145,8 +137,8 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 			return err
 		}
 		w.DeadBatches--
-		w.DeadEvents -= int64(it.h.events)
-		w.DeadBytes -= it.h.bytes
+		w.DeadEvents -= int64(it.h.Events)
+		w.DeadBytes -= it.h.Bytes
 	}
 	if r.n > 0 {
 		run.last = w.last
@@ -166,8 +158,8 @@ func (s *Store) applyPurge(b buckets, r *request, w *writerState) error {
 			return err
 		}
 		w.DeadBatches--
-		w.DeadEvents -= int64(h.events)
-		w.DeadBytes -= h.bytes
+		w.DeadEvents -= int64(h.Events)
+		w.DeadBytes -= h.Bytes
 		r.n++
 	}
 	return nil
@@ -210,25 +202,4 @@ func (b buckets) head() ksuid.KSUID {
 	}
 	id, _ := ksuid.FromBytes(k)
 	return id
-}
-
-func encodeCounts(c counts) []byte {
-	buf := make([]byte, 0, 40)
-	for _, v := range []int64{c.Events, c.Bytes, c.DeadBatches, c.DeadEvents, c.DeadBytes} {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(v))
-	}
-	return buf
-}
-
-func readCounts(meta interface{ Get([]byte) []byte }) (counts, error) {
-	v := meta.Get(metaCounts)
-	if v == nil {
-		return counts{}, nil
-	}
-	p, err := decodeRecord(v)
-	if err != nil || len(p) != 40 {
-		return counts{}, fmt.Errorf("meta counters: %w", errs.ErrChecksum)
-	}
-	g := func(i int) int64 { return int64(binary.BigEndian.Uint64(p[i*8:])) }
-	return counts{g(0), g(1), g(2), g(3), g(4)}, nil
 }

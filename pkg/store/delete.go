@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -46,10 +47,10 @@ func deleteEvents(b buckets, keys [][]byte, w *writerState, visit func(payload [
 
 // deleteAt deletes the event under c, whose value is v, from the bucket and the counters.
 func deleteAt(c *bolt.Cursor, v []byte, w *writerState, visit func(payload []byte)) error {
-	if visit != nil && len(v) >= recordHeader {
-		visit(v[recordHeader:])
+	if visit != nil && len(v) >= format.RecordHeader {
+		visit(v[format.RecordHeader:])
 	}
-	n := int64(len(v) - recordHeader)
+	n := int64(len(v) - format.RecordHeader)
 	if err := c.Delete(); err != nil {
 		return err
 	}

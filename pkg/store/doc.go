@@ -1,35 +1,22 @@
-// Package store owns outbox's bbolt file: buckets, record encoding, group
-// commit, the directory lock, and check/recover/compact. It knows records,
+// Package store is outbox's running queue storage on one bbolt file: it
+// appends records in group commits, reads and deletes them, keeps dead
+// letters and the counters, and compacts the file; checking a file at open
+// and repairing a damaged one is pkg/store/fsck's. It knows records,
 // not policy: how much may be stored, what to evict and how many dead letters
 // to keep are asked of the Policy its owner (pkg/queue) gives it.
 //
 // # Layout
 //
 // One file, <dir>/outbox.db, next to <dir>/outbox.lock (an flock holding the
-// owner's pid; a second opener fails at once with errs.ErrLocked). Buckets:
-//
-//	events  KSUID (20 bytes) → record(event bytes)          FIFO by key
-//	dead    KSUID (20 bytes) → record(info + events)        one dead batch
-//	meta    "counts"         → record(5 × u64 totals)       updated by every commit
-//	        "r/"+KSUID       → record(head key, count, state) retry state of a batch in flight
-//	        "retry"          → the same, for the head batch only (files of earlier versions)
-//	        "format"         → record(1)
-//
-// Every value is a record: [version byte][CRC-32C of payload][payload]. Reads
-// verify the CRC. Keys are KSUIDs made strictly increasing by the writer (a
-// new one that is not greater than the last becomes last.Next()), so key
-// order is intake order and a key carries its intake second.
-//
-// The store creates files with 16 KiB pages (a file keeps the page size it was
-// created with; compaction writes the new size). Most of a commit's CPU is
-// per page, not per byte: bbolt materialises, splits, rebalances, allocates,
-// frees and writes (one pwrite each) every page it touches, and an ack frees
-// the leaves it emptied one by one. With about 28 events of 545 bytes per leaf
-// instead of 7, a batch of events touches a quarter of the pages; measured, it
-// cuts the store's CPU per event by about a fifth for batched intake, while a
-// commit of a lone event writes a few more KiB (its tail leaf is rewritten
-// whole). Events and dead batches are appended with FillPercent 1.0 (keys only
-// grow), so leaves are written full.
+// owner's pid; a second opener fails at once with errs.ErrLocked; see
+// internal/datadir). Its buckets (events, dead, meta), the record every value
+// is wrapped in ([version byte][CRC-32C of payload][payload], verified by
+// every read), the counters and the dead-letter payload are the file's format,
+// in internal/format, which the offline tools (pkg/store/fsck) read too. Keys
+// are KSUIDs made strictly increasing by the writer (a new one that is not
+// greater than the last becomes last.Next()), so key order is intake order and
+// a key carries its intake second. Files have 16 KiB pages (internal/format
+// says why).
 //
 // # Writes: group commit
 //
@@ -116,44 +103,19 @@
 //
 // # Checks, corruption, recovery
 //
-// No damage to the file may crash the process. bbolt cannot promise that: on
-// a damaged page it panics, and two of its reads run in goroutines of its
-// own, where no recover() can catch the panic: Tx.Check, and the freelist
-// scan (DB.freepages) that every read-write open runs over the whole tree
-// (the freelist is not stored, see openDB). So bbolt never reads a file
-// this process did not write until the project's own reader has checked it
-// (validate.go, on the pagewalk.go format): both meta pages intact, the
-// file as long as they say, and every page of the tree naming itself, of the
-// right type, inside the file, referenced once, every element inside its
-// page, keys in order, the root holding exactly the events, dead and meta
-// buckets. That is every invariant bbolt's scan and Check assert, so a file
-// that passes cannot make them panic; Tx.Check itself is never run. The
-// reader maps the file read-only, checks every bound, and does the work the
-// freelist scan does anyway, so it costs about as much again at open.
+// No damage to the file may crash the process, and bbolt panics on a damaged
+// page, in goroutines of its own where no recover() can catch it. So Open
+// never hands bbolt a file before pkg/store/fsck has checked its structure
+// with a reader of its own (fsck.ValidateFile: every page of the tree, both
+// meta pages, a stored freelist; fsck's doc.go says why that suffices). A
+// damaged structure is a *CorruptError, and the file is not modified.
 //
-// The other way, containing bbolt's check in a subprocess (a re-exec of the
-// binary), was not taken: the library's Open runs inside someone else's
-// program and cannot re-exec it; it adds a process start to every open; and
-// a crashed checker says only that it crashed, where the reader names the
-// page and what is wrong with it (and is the one recover already relies on).
-//
-// The file is walked once at open, not twice: commits do not store the
-// freelist (that would cost a freelist write on every commit), but Close
-// writes it in one last empty commit. The reader checks a stored freelist
-// against the tree it walks (every id inside the file, none twice, none in
-// use), and bbolt then reads it instead of rebuilding it with a scan of its
-// own. The first commit after open marks it as not stored again, so a file
-// left by a crash or kill -9 has none, and bbolt rebuilds it by the scan, on
-// a file the reader has just checked.
-//
-// Open then verifies every record's CRC (checkDB, through bbolt in our own
+// Open then verifies every record's CRC (fsck.CheckRecords, through bbolt in our own
 // goroutine): synchronously for small files, in the background above 64 MiB
 // (intake is ready at once; if the check fails, every later write returns
 // the *CorruptError and OnCorrupt is called). Either way, stored counters
 // found off are corrected, with a warning. A file that fails to open or
-// check is never modified. Both meta pages must be intact: with one damaged,
-// bbolt would fall back silently to the commit before, losing the newest.
-// An empty file is a new one.
+// check is never modified.
 //
 // A page damaged after the check (found by a lease, ack, dead-letter read or
 // compaction) makes bbolt panic in our goroutine: every read transaction
@@ -163,18 +125,8 @@
 // transaction back; intake stops as above, nothing more is written, and the
 // process lives on to report it.
 //
-// Recover leaves a file that passes the full check (the same as Open's) alone
-// (RecoverWith's Force rewrites it anyway). Otherwise it first writes every readable record into
-// <name>.recover and syncs it, then gives the old file a name that is never
-// taken already, <name>.corrupt-<UTC time to the µs>[-N] (a hard link, so an
-// existing file is never overwritten), and renames the fresh file into place:
-// a crash at any point leaves the original intact. It walks bbolt's pages
-// itself so that broken pages are skipped; where the tree fails the structure
-// check (a lost page, a damaged reference that leads elsewhere) it also reads
-// every page the walk did not reach as a possible leaf; with both meta pages
-// unreadable it scans every page so, at each common page size. A scan can
-// bring back events already acknowledged (still on freed pages): duplicates,
-// never a loss. The Report says what is known of what could not be saved.
+// Repairing a damaged file is not the running store's job: `outbox recover`
+// (fsck.RecoverWith) salvages it offline, under the same directory lock.
 //
 // A record whose CRC fails at lease time is never returned: it is removed and
 // counted as dropped with reason "checksum".

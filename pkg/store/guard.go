@@ -1,10 +1,10 @@
 package store
 
 import (
-	"fmt"
 	"runtime/debug"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -38,7 +38,7 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
 // goroutine of its own: the caller may hold the store's locks). It returns
 // the store's *CorruptError.
 func (s *Store) corrupted(cause any) *CorruptError {
-	ce := &CorruptError{Path: s.path, Dir: s.dir, Err: panicErr(cause)}
+	ce := &CorruptError{Path: s.path, Dir: s.dir, Err: fsck.PanicErr(cause)}
 	if s.failed.CompareAndSwap(nil, ce) {
 		s.log.Error("data file is damaged; intake stopped", "path", s.path, "error", ce.Err)
 		if s.opt.OnCorrupt != nil {
@@ -62,9 +62,4 @@ func (s *Store) guardGroup(tx *bolt.Tx) {
 		req.err = ce
 		req.answer() // sync and async requests alike; those answered before keep their answer
 	}
-}
-
-// panicErr is what a panic inside bbolt (r) says about the file.
-func panicErr(r any) error {
-	return fmt.Errorf("%w: bbolt failed reading a page (%v)", errDamaged, r)
 }

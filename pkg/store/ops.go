@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	"github.com/segmentio/ksuid"
 )
 
@@ -31,7 +32,7 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 			return err
 		}
 		v := append(append([]byte(nil), r.keys[0]...), binary.BigEndian.AppendUint32(nil, uint32(r.count))...)
-		return b.meta.Put(retryKey(r.keys[0]), encodeRecord(append(v, r.info...)))
+		return b.meta.Put(retryKey(r.keys[0]), format.EncodeRecord(append(v, r.info...)))
 	case opReplay:
 		return s.applyReplay(b, r, w)
 	case opPurge:
@@ -67,14 +68,14 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 func appendBlock(events [][]byte) *[]byte {
 	n := 0
 	for _, e := range events {
-		n += blockEntryHeader + recordHeader + len(e)
+		n += blockEntryHeader + format.RecordHeader + len(e)
 	}
 	p := getBlock(n)
 	buf := *p
 	for _, e := range events {
-		buf = binary.BigEndian.AppendUint32(buf, uint32(recordHeader+len(e)))
+		buf = binary.BigEndian.AppendUint32(buf, uint32(format.RecordHeader+len(e)))
 		buf = append(buf, ksuid.Nil[:]...)
-		buf = appendRecord(buf, e)
+		buf = format.AppendRecord(buf, e)
 	}
 	*p = buf
 	return p
@@ -108,7 +109,7 @@ func (s *Store) applyAppend(b buckets, block []byte, count int, need int64, w *w
 		}
 		off = end
 		w.Events++
-		w.Bytes += int64(size - recordHeader)
+		w.Bytes += int64(size - format.RecordHeader)
 		w.enqueued++
 	}
 	s.pendingRuns = append(s.pendingRuns, intakeRun{first: first, last: w.last, at: now})

@@ -5,9 +5,6 @@ import (
 	"time"
 )
 
-// FileName is the name of the bbolt file inside the data directory.
-const FileName = "outbox.db"
-
 // Options configures a Store. The zero value is usable: fsync on every
 // commit, no bounds, checks in the background above 64 MiB.
 type Options struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 )
@@ -62,7 +63,7 @@ func (s *Store) Head(ctx context.Context, maxEvents, maxBytes int) (*Batch, erro
 }
 
 func readHead(tx *bolt.Tx, maxEvents, maxBytes int) (*Batch, []byte) {
-	c := tx.Bucket(bucketEvents).Cursor()
+	c := tx.Bucket(format.BucketEvents).Cursor()
 	k, v := c.First()
 	b, bad, _ := readRun(tx, c, k, v, runLimit{maxEvents, maxBytes})
 	return b, bad
@@ -81,7 +82,7 @@ type DeadBatch struct {
 func (s *Store) DeadList() ([]DeadBatch, error) {
 	var out []DeadBatch
 	err := s.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketDead).Cursor()
+		c := tx.Bucket(format.BucketDead).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			d, err := decodeDeadBatch(k, v, false)
 			if err != nil {
@@ -98,7 +99,7 @@ func (s *Store) DeadList() ([]DeadBatch, error) {
 func (s *Store) DeadGet(id []byte) (DeadBatch, error) {
 	var out DeadBatch
 	err := s.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketDead).Get(id)
+		v := tx.Bucket(format.BucketDead).Get(id)
 		if v == nil {
 			return errs.ErrNotFound
 		}
@@ -114,17 +115,17 @@ func decodeDeadBatch(k, v []byte, withEvents bool) (DeadBatch, error) {
 	if err != nil {
 		return DeadBatch{}, err
 	}
-	p, err := decodeRecord(v)
+	p, err := format.DecodeRecord(v)
 	if err != nil {
 		return DeadBatch{}, errors.Join(errors.New("dead batch "+id.String()), err)
 	}
-	h, err := decodeDeadHeader(p)
+	h, err := format.DecodeDeadHeader(p)
 	if err != nil {
 		return DeadBatch{}, err
 	}
-	d := DeadBatch{ID: id, Info: append([]byte(nil), h.info...), Count: h.events, Bytes: h.bytes}
+	d := DeadBatch{ID: id, Info: append([]byte(nil), h.Info...), Count: h.Events, Bytes: h.Bytes}
 	if withEvents {
-		d.Events, err = deadEvents(h)
+		d.Events, err = format.DeadEvents(h)
 	}
 	return d, err
 }
@@ -150,7 +151,7 @@ func (s *Store) ReadAfter(after []byte, maxEvents, maxBytes int) (b *Batch, more
 }
 
 func readAfter(tx *bolt.Tx, after []byte, maxEvents, maxBytes int) (*Batch, bool) {
-	c := tx.Bucket(bucketEvents).Cursor()
+	c := tx.Bucket(format.BucketEvents).Cursor()
 	k, v := c.Seek(after)
 	if k != nil && bytes.Equal(k, after) {
 		k, v = c.Next()
@@ -179,7 +180,7 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 	if k == nil {
 		return nil, nil, false
 	}
-	retry, saved, stopAt := savedRetry(tx.Bucket(bucketMeta), k)
+	retry, saved, stopAt := savedRetry(tx.Bucket(format.BucketMeta), k)
 	if saved > 0 {
 		maxEvents, maxBytes = saved, -1
 	}
@@ -192,7 +193,7 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 	arena := *block
 	defer func() { *block = arena }()
 	for ; k != nil && len(b.Keys) < maxEvents; k, v = c.Next() {
-		p, err := decodeRecord(v)
+		p, err := format.DecodeRecord(v)
 		if err != nil {
 			if len(b.Keys) == 0 {
 				return nil, append([]byte(nil), k...), true
@@ -226,7 +227,7 @@ func runSize(c *bolt.Cursor, k, v []byte, maxEvents, maxBytes int, stopAt []byte
 		if n > 0 && stopAt != nil && bytes.Compare(k, stopAt) >= 0 {
 			break
 		}
-		p := max(len(v)-recordHeader, 0)
+		p := max(len(v)-format.RecordHeader, 0)
 		if n > 0 && maxBytes >= 0 && total+p > maxBytes {
 			break
 		}
@@ -241,23 +242,23 @@ func runSize(c *bolt.Cursor, k, v []byte, maxEvents, maxBytes int, stopAt []byte
 // event count (0 when none was saved), and stopAt, the first key of the next batch with a saved
 // state (nil when none): a run read from k ends before it, so that every batch that was in
 // flight comes back whole with its own state after a restart, whatever was acknowledged
-// around it. The single head state of older files (metaRetry) is honoured too.
+// around it. The single head state of older files (format.MetaRetry) is honoured too.
 func savedRetry(meta *bolt.Bucket, k []byte) (retry []byte, count int, stopAt []byte) {
-	if rv := meta.Get(metaRetry); rv != nil {
-		if p, err := decodeRecord(rv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
+	if rv := meta.Get(format.MetaRetry); rv != nil {
+		if p, err := format.DecodeRecord(rv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
 			retry, count = append([]byte{}, p[24:]...), int(binary.BigEndian.Uint32(p[20:24]))
 		}
 	}
 	c := meta.Cursor()
 	mk, mv := c.Seek(retryKey(k))
-	if mk != nil && bytes.Equal(mk[len(retryPrefix):], k) && bytes.HasPrefix(mk, []byte(retryPrefix)) {
-		if p, err := decodeRecord(mv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
+	if mk != nil && bytes.Equal(mk[len(format.RetryPrefix):], k) && bytes.HasPrefix(mk, []byte(format.RetryPrefix)) {
+		if p, err := format.DecodeRecord(mv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
 			retry, count = append([]byte{}, p[24:]...), int(binary.BigEndian.Uint32(p[20:24]))
 		}
 		mk, _ = c.Next()
 	}
-	if mk != nil && bytes.HasPrefix(mk, []byte(retryPrefix)) {
-		stopAt = append([]byte(nil), mk[len(retryPrefix):]...)
+	if mk != nil && bytes.HasPrefix(mk, []byte(format.RetryPrefix)) {
+		stopAt = append([]byte(nil), mk[len(format.RetryPrefix):]...)
 	}
 	return retry, count, stopAt
 }

@@ -1,6 +1,10 @@
 package store
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
+)
 
 // Per-batch retry states: each batch in flight saves its own under its first key in meta.
 
@@ -13,8 +17,8 @@ func clearRetry(b buckets, first, last []byte) error {
 	}
 	var gone [][]byte
 	c := b.meta.Cursor()
-	for k, _ := c.Seek(retryKey(first)); k != nil && bytes.HasPrefix(k, []byte(retryPrefix)) &&
-		bytes.Compare(k[len(retryPrefix):], last) <= 0; k, _ = c.Next() {
+	for k, _ := c.Seek(retryKey(first)); k != nil && bytes.HasPrefix(k, []byte(format.RetryPrefix)) &&
+		bytes.Compare(k[len(format.RetryPrefix):], last) <= 0; k, _ = c.Next() {
 		gone = append(gone, append([]byte(nil), k...))
 	}
 	for _, k := range gone {
@@ -28,8 +32,8 @@ func clearRetry(b buckets, first, last []byte) error {
 // clearLegacyRetry deletes the single head retry state of files written before several
 // batches could be in flight, when it belongs to headKey.
 func clearLegacyRetry(b buckets, headKey []byte) error {
-	if v := b.meta.Get(metaRetry); v != nil && len(v) >= recordHeader+20 && bytes.Equal(v[recordHeader:recordHeader+20], headKey) {
-		return b.meta.Delete(metaRetry)
+	if v := b.meta.Get(format.MetaRetry); v != nil && len(v) >= format.RecordHeader+20 && bytes.Equal(v[format.RecordHeader:format.RecordHeader+20], headKey) {
+		return b.meta.Delete(format.MetaRetry)
 	}
 	return nil
 }
@@ -39,8 +43,5 @@ func clearLegacyRetry(b buckets, headKey []byte) error {
 // before every other meta key ("counts", "format", "retry"), and a cursor seek finds the next
 // saved batch at or after a key.
 func retryKey(headKey []byte) []byte {
-	return append(append(make([]byte, 0, len(retryPrefix)+len(headKey)), retryPrefix...), headKey...)
+	return append(append(make([]byte, 0, len(format.RetryPrefix)+len(headKey)), format.RetryPrefix...), headKey...)
 }
-
-// retryPrefix starts every per-batch retry key in meta.
-const retryPrefix = "r/"

@@ -13,19 +13,12 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
+	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
-)
-
-// Bucket and meta key names.
-var (
-	bucketEvents = []byte("events")
-	bucketDead   = []byte("dead")
-	bucketMeta   = []byte("meta")
-	metaCounts   = []byte("counts")
-	metaRetry    = []byte("retry")
-	metaFormat   = []byte("format")
 )
 
 // Store is the bbolt-backed queue storage of one data directory. All writes
@@ -34,7 +27,7 @@ type Store struct {
 	dir, path string
 	opt       Options
 	log       *slog.Logger
-	lock      *dirLock
+	lock      *datadir.DirLock
 
 	dbmu sync.RWMutex // guards db against the swap done by compaction
 	db   *bolt.DB
@@ -71,15 +64,9 @@ type Store struct {
 // roomCh is the channel Room returns; a pointer so that it can be swapped atomically.
 type roomCh struct{ ch chan struct{} }
 
-// counts are the in-memory (and meta-persisted) totals.
-type counts struct {
-	Events, Bytes                      int64
-	DeadBatches, DeadEvents, DeadBytes int64
-}
-
 // writerState is what one group commit changes; published after commit.
 type writerState struct {
-	counts
+	format.Counts
 	head        ksuid.KSUID // zero when empty
 	headTime    time.Time   // intake time of head (see intakeRing); zero when empty
 	last        ksuid.KSUID // greatest key handed out
@@ -111,7 +98,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	lock, err := lockDir(dir)
+	lock, err := datadir.Lock(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +110,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	s.room.Store(&roomCh{ch: make(chan struct{})})
 	checked, err := s.open()
 	if err != nil {
-		_ = lock.unlock()
+		_ = lock.Unlock()
 		return nil, err
 	}
 	go func() {
@@ -140,15 +127,15 @@ func Open(dir string, opt Options) (*Store, error) {
 
 // open opens and checks the file; checked is the result of a synchronous full
 // check (nil when it runs in the background or the file is new).
-func (s *Store) open() (checked *checkResult, err error) {
+func (s *Store) open() (checked *fsck.CheckResult, err error) {
 	var size int64
 	if fi, err := os.Stat(s.path); err == nil {
 		size = fi.Size()
 	}
 	if size > 0 {
 		// Before bbolt sees the file: see doc.go, "Checks, corruption, recovery".
-		if err := validateFile(s.path); err != nil {
-			if errors.Is(err, errDamaged) {
+		if err := fsck.ValidateFile(s.path); err != nil {
+			if errors.Is(err, fsck.ErrDamaged) {
 				return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 			}
 			return nil, fmt.Errorf("check data file %s: %w", s.path, err)
@@ -161,7 +148,7 @@ func (s *Store) open() (checked *checkResult, err error) {
 		// and stall the writer, so map enough up front.
 		mmap = int(2*size + 64<<20)
 	}
-	db, err := openDB(s.path, s.opt.NoSync, mmap)
+	db, err := format.OpenDB(s.path, s.opt.NoSync, mmap)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("data directory %s is in use by another outbox process: %w", s.dir, errs.ErrLocked)
@@ -169,7 +156,7 @@ func (s *Store) open() (checked *checkResult, err error) {
 		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
 	if size > 0 && !background {
-		res, err := checkDB(db, nil)
+		res, err := fsck.CheckRecords(db, nil)
 		if err != nil {
 			_ = db.Close()
 			return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
@@ -188,68 +175,33 @@ func (s *Store) open() (checked *checkResult, err error) {
 	return checked, nil
 }
 
-// pageSize is the page size of the files the store creates (an existing file keeps its
-// own, which bbolt reads from its meta page). See doc.go, "Layout".
-const pageSize = 16 << 10
-
-// openDB opens path with the options that suit an append-only queue. bbolt
-// scans the whole tree of an existing file here (the freelist is rebuilt, see
-// below), so path must be a file that passed validateFile or one this
-// process wrote itself.
-func openDB(path string, noSync bool, mmap int) (db *bolt.DB, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil { // bbolt may panic on a broken file
-			db, err = nil, fmt.Errorf("open panicked: %v", r)
-		}
-	}()
-	db, err = bolt.Open(path, 0o600, &bolt.Options{
-		// We hold our own flock first, so bbolt's must never wait.
-		Timeout: 200 * time.Millisecond,
-		// The freelist is not written on every commit: an append-only queue
-		// frees pages on every ack, and syncing a large freelist would cost
-		// pages per tx. It is rebuilt by a page scan at open instead.
-		NoFreelistSync: true,
-		// The hashmap freelist allocates contiguous runs in near O(1), which
-		// matters after a big drain leaves many free pages.
-		FreelistType:    bolt.FreelistMapType,
-		InitialMmapSize: mmap,
-		PageSize:        pageSize,
-	})
-	if err != nil {
-		return nil, err
-	}
-	db.NoSync = noSync
-	return db, nil
-}
-
 // load creates missing buckets and reads the counters, head and last key.
 func (s *Store) load(db *bolt.DB) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // db.Update has rolled back
-			err = panicErr(r)
+			err = fsck.PanicErr(r)
 		}
 	}()
 	w := writerState{dropped: map[string]int64{}}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketEvents, bucketDead, bucketMeta} {
+		for _, name := range [][]byte{format.BucketEvents, format.BucketDead, format.BucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
-		if meta.Get(metaFormat) == nil {
-			if err := meta.Put(metaFormat, encodeRecord([]byte{1})); err != nil {
+		meta := tx.Bucket(format.BucketMeta)
+		if meta.Get(format.MetaFormat) == nil {
+			if err := meta.Put(format.MetaFormat, format.EncodeRecord([]byte{1})); err != nil {
 				return err
 			}
 		}
-		c, err := readCounts(meta)
+		c, err := format.ReadCounts(meta)
 		if err != nil {
 			return err
 		}
-		w.counts = c
-		ec := tx.Bucket(bucketEvents).Cursor()
+		w.Counts = c
+		ec := tx.Bucket(format.BucketEvents).Cursor()
 		if k, _ := ec.First(); k != nil {
 			w.head, _ = ksuid.FromBytes(k)
 			w.headTime = w.head.Time() // appended by an earlier process: its second
@@ -258,7 +210,7 @@ func (s *Store) load(db *bolt.DB) (err error) {
 			w.last, _ = ksuid.FromBytes(k)
 		}
 		s.cs.lastHW = tx.Size()
-		if k, _ := tx.Bucket(bucketDead).Cursor().Last(); k != nil {
+		if k, _ := tx.Bucket(format.BucketDead).Cursor().Last(); k != nil {
 			if d, _ := ksuid.FromBytes(k); ksuid.Compare(d, w.last) > 0 {
 				w.last = d
 			}
@@ -285,7 +237,7 @@ func (s *Store) Close() error {
 		s.storeFreelist()
 		err := s.db.Close()
 		s.dbmu.Unlock()
-		if lerr := s.lock.unlock(); err == nil {
+		if lerr := s.lock.Unlock(); err == nil {
 			err = lerr
 		}
 		s.closeErr = err
@@ -296,7 +248,7 @@ func (s *Store) Close() error {
 // storeFreelist writes the freelist once, in a last empty commit, when the store closes
 // cleanly: the next open then reads it (after the validator has checked it against the tree it
 // walks) instead of bbolt walking the whole tree a second time to rebuild it. Commits never
-// store it (NoFreelistSync, see openDB), so the first commit after the next open marks it as
+// store it (NoFreelistSync, see format.OpenDB), so the first commit after the next open marks it as
 // not stored again, and a file left by a crash is rebuilt by the walk as before. Not with
 // NoSync (nothing is fsynced then), nor once the file failed a check (a damaged file is never
 // written).
@@ -307,7 +259,7 @@ func (s *Store) storeFreelist() {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // the file shrank or was damaged under us: leave it as it is
-			s.log.Warn("could not store the freelist at close; the next open rebuilds it", "path", s.path, "error", panicErr(r))
+			s.log.Warn("could not store the freelist at close; the next open rebuilds it", "path", s.path, "error", fsck.PanicErr(r))
 		}
 	}()
 	s.db.NoFreelistSync = false

@@ -12,6 +12,7 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
 )
 
 func payload(i int) []byte {
@@ -122,7 +123,7 @@ func TestOpen_CorruptRecordGivesCorruptErrorAndLeavesFileUntouched(t *testing.T)
 		t.Fatal("a corrupt file was modified by Open")
 	}
 
-	rep, err := store.Recover(dir)
+	rep, err := fsck.Recover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,40 +137,6 @@ func TestOpen_CorruptRecordGivesCorruptErrorAndLeavesFileUntouched(t *testing.T)
 	ids := drainIDs(t, s)
 	if len(ids) != 299 || ids[0] != "m000000" || ids[149] != "m000149" || ids[150] != "m000151" {
 		t.Fatalf("after recover got %d ids, first %v", len(ids), ids[:3])
-	}
-}
-
-func TestRecover_TruncatedFileSalvagesTheReadablePages(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, dir, store.Options{CompactMinBytes: -1})
-	fill(t, s, 2000)
-	_ = s.Close()
-	path := filepath.Join(dir, store.FileName)
-	fi, _ := os.Stat(path)
-	if err := os.Truncate(path, fi.Size()/2); err != nil {
-		t.Fatal(err)
-	}
-	_, err := store.Open(dir, store.Options{})
-	var ce *store.CorruptError
-	if !errors.As(err, &ce) {
-		t.Fatalf("open truncated file: %v, want *CorruptError", err)
-	}
-	rep, err := store.Recover(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Saved == 0 || rep.Saved >= 2000 || rep.Unreadable == 0 {
-		t.Fatalf("recover of a half file: %+v", rep)
-	}
-	s = mustOpen(t, dir, store.Options{})
-	ids := drainIDs(t, s)
-	if len(ids) != rep.Saved {
-		t.Fatalf("drained %d, report says %d saved", len(ids), rep.Saved)
-	}
-	for i := 1; i < len(ids); i++ {
-		if ids[i] <= ids[i-1] {
-			t.Fatalf("order lost at %d: %s after %s", i, ids[i], ids[i-1])
-		}
 	}
 }
 

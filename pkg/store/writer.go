@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -32,13 +33,13 @@ const (
 type request struct {
 	ctx   context.Context
 	kind  opKind
-	block *[]byte  // append: per event its record's length, a 20-byte key slot, its record (built by appendBlock; pooled)
-	need  int64    // append: sum of len(events)
-	keys  [][]byte // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
-	info  []byte   // dead: info; retry: state
-	count int      // append: events in block; retry: events in the batch
-	delta counts   // fixCounts
-	n     int      // result: events (append, replay) or batches (purge) affected
+	block *[]byte       // append: per event its record's length, a 20-byte key slot, its record (built by appendBlock; pooled)
+	need  int64         // append: sum of len(events)
+	keys  [][]byte      // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
+	info  []byte        // dead: info; retry: state
+	count int           // append: events in block; retry: events in the batch
+	delta format.Counts // fixCounts
+	n     int           // result: events (append, replay) or batches (purge) affected
 	err   error
 	done  chan error  // sync requests: receives err
 	cb    func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
@@ -220,7 +221,7 @@ func (s *Store) commitGroup() {
 	if newHead {
 		w.head = b.head()
 	}
-	if err := b.meta.Put(metaCounts, encodeRecord(encodeCounts(w.counts))); err != nil {
+	if err := b.meta.Put(format.MetaCounts, format.EncodeRecord(format.EncodeCounts(w.Counts))); err != nil {
 		_ = tx.Rollback()
 		fail(fmt.Errorf("store: write counters: %w", err))
 		return
@@ -278,7 +279,7 @@ type buckets struct {
 }
 
 func newBuckets(tx *bolt.Tx) buckets {
-	b := buckets{events: tx.Bucket(bucketEvents), dead: tx.Bucket(bucketDead), meta: tx.Bucket(bucketMeta)}
+	b := buckets{events: tx.Bucket(format.BucketEvents), dead: tx.Bucket(format.BucketDead), meta: tx.Bucket(format.BucketMeta)}
 	// Keys only ever grow, so pages can be filled completely instead of the
 	// default half: ~1.6× faster appends and a much smaller file.
 	b.events.FillPercent = 1.0

@@ -18,8 +18,9 @@ import (
 // the newest wait, unsent and spending nothing, while a batch in its backoff holds up no
 // other), and no usable Retry-After is running: a Retry-After is about this client, so it
 // pauses every new attempt, of every batch, until the latest such deadline. During an outage
-// (limiter.outage) only the oldest lease attempts, waiting or not, so an outage costs what one
-// batch in flight costs. The limit is fixed (upload.concurrency: N) or the limiter's (auto),
+// (limiter.outage) one lease attempts, the first ready to, until a success or until it leaves
+// flight, so an outage costs what one batch in flight costs. The limit is fixed
+// (upload.concurrency: N) or the limiter's (auto),
 // and never above the destination's own bound; at most that many batches (auto: at most
 // upload.max_concurrency) are leased at once. While the destination refuses our credentials
 // (authpause.go) the only attempt is the head lease's probe, once per probe period.
@@ -33,6 +34,7 @@ type gate struct {
 	lim     *limiter        // auto's limit; kept while fixed, so that auto can come back
 	live    []uint64        // sequence numbers of the leases in flight, oldest first
 	waiting map[uint64]bool // leases waiting out a retry wait of their own
+	probe   uint64          // during an outage, the one lease that attempts; 0 for none yet
 	seq     uint64
 	until   time.Time     // no attempt starts before it (Retry-After)
 	auth    authState     // a pause on refused credentials (authpause.go)
@@ -82,10 +84,16 @@ func (g *gate) limitLocked() int {
 }
 
 // room reports whether the dispatcher may lease one more batch: fewer than the most that may
-// be held are, and fewer than the limit are ready to send.
+// be held are, and fewer than the limit are ready to send. Under auto, no new batch is leased
+// while the last answer was a failure and a batch not waiting out a retry wait may still
+// answer: its success would say the destination is up; without this rule each failure,
+// freeing its place while it waits, would send a fresh batch into what may be an outage.
 func (g *gate) room() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.fixed == 0 && g.lim.failing() && len(g.live) > len(g.waiting) {
+		return false
+	}
 	most := g.fixed
 	if most == 0 {
 		most = g.lim.ceil
@@ -133,6 +141,9 @@ func (g *gate) remove(l *lease) {
 		g.live = slices.Delete(g.live, i, i+1)
 	}
 	delete(g.waiting, l.seq)
+	if g.probe == l.seq {
+		g.probe = 0
+	}
 	g.notifyLocked()
 }
 
@@ -184,8 +195,15 @@ func (g *gate) state(l *lease) (pause time.Duration, admitted, refused bool, cha
 		return pause, true, false, g.changed
 	}
 	if g.fixed == 0 && g.lim.outage() {
-		return pause, len(g.live) > 0 && g.live[0] == l.seq, false, g.changed
+		// One batch probes: the first that is ready to, and then only it until a success or
+		// until it leaves flight, so its own backoff paces the probes as with one batch in
+		// flight, and no ready batch waits for the longest backoff among them.
+		if g.probe == 0 && !g.waiting[l.seq] {
+			g.probe = l.seq
+		}
+		return pause, g.probe == l.seq, false, g.changed
 	}
+	g.probe = 0
 	rank := 0
 	for _, s := range g.live {
 		if s == l.seq {

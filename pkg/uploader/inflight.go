@@ -85,6 +85,7 @@ func (w *worker) dispatch() bool {
 			}
 		case <-w.wake:
 		case <-w.gate.next():
+			w.publishInFlight() // the limit may have changed under batches still in flight
 		}
 	}
 }

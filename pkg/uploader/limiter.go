@@ -18,10 +18,14 @@ import "time"
 // already in flight when it shrank say the same thing again, so it shrinks at most once per
 // baseline round trip. Retryable failures among successes (one sick backend behind a load
 // balancer) neither shrink nor grow it. A usable Retry-After halves it at most once a second,
-// keeping the threshold, so that it climbs back by slow start once the pause is over. limiterOutage consecutive failed attempts with no
-// success between them are an outage: it falls to 1 at once, so an outage costs the requests
+// keeping the threshold, so that it climbs back by slow start once the pause is over.
+//
+// Consecutive failed attempts with no success between them, as many as half the limit (at
+// least limiterOutage), are an outage: it falls to 1 at once, so an outage costs the requests
 // one batch in flight costs, and the first success starts slow start again (up to half the
-// limit it had).
+// limit it had). The streak scales with the limit because with many batches in flight a few
+// failures in a row are what 20% of failures look like; with the whole limit in flight an
+// outage fails half of them within one round trip.
 //
 // Vector's adaptive request concurrency and Netflix's concurrency-limits grow by one per
 // window from the start, which takes minutes to find 32 on a WAN; slow start finds it in
@@ -35,13 +39,14 @@ type limiter struct {
 	lastCut        time.Time     // when the limit last shrank
 	lastRetryAfter time.Time     // when a Retry-After answer last shrank it
 	streak         int           // failed attempts since the last success
+	down           bool          // an outage: the streak reached outageStreak; until a success
 	winOK          int           // answers in the current window
 	winFail        int
 }
 
 // Tuning of the limiter; see limiter.
 const (
-	limiterOutage        = 4                     // consecutive failures that make an outage
+	limiterOutage        = 6                     // the fewest consecutive failures that make an outage
 	limiterMinWindow     = 8                     // attempts in the smallest failure window
 	limiterMinInflation  = 10 * time.Millisecond // round trip inflation below this is noise
 	limiterBaseDrift     = 64                    // the baseline moves 1/64 of the way up per answer
@@ -77,7 +82,7 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 	case answerNeutral:
 		return
 	case answerGood:
-		l.streak = 0
+		l.streak, l.down = 0, false
 		l.winOK++
 		inflated := l.base > 0 && rtt > 2*l.base && rtt-l.base >= limiterMinInflation
 		l.track(rtt)
@@ -106,11 +111,11 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 	case answerFailed, answerBackPressure:
 		l.streak++
 		l.winFail++
-		if l.streak >= limiterOutage {
-			if l.limit > 1 {
+		if l.down || l.streak >= max(limiterOutage, l.Limit()/2) {
+			if !l.down && l.limit > 1 {
 				l.ssthresh = max(l.limit/2, 1)
 			}
-			l.limit, l.lastCut = 1, now
+			l.limit, l.lastCut, l.down = 1, now, true
 			l.resetWindow()
 			return
 		}
@@ -147,7 +152,10 @@ func (l *limiter) track(rtt time.Duration) {
 	}
 }
 
-// outage reports whether the recent attempts all failed (limiterOutage or more in a row).
-func (l *limiter) outage() bool { return l.streak >= limiterOutage }
+// outage reports whether the recent attempts all failed (see limiter), until a success.
+func (l *limiter) outage() bool { return l.down }
+
+// failing reports whether the last attempt that said anything of the destination failed.
+func (l *limiter) failing() bool { return l.streak > 0 }
 
 func (l *limiter) resetWindow() { l.winOK, l.winFail = 0, 0 }

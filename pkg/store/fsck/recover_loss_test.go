@@ -1,4 +1,4 @@
-package store_test
+package fsck_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
 )
 
 // lossEvent is event i; its messageId "m%06d" sits at bytes 14..21.
@@ -161,7 +162,7 @@ func TestRecover_BothMetaPagesDamagedSavesEveryEventByScanning(t *testing.T) {
 		t.Fatalf("open with both meta pages damaged: %v, want *CorruptError", err)
 	}
 
-	rep, err := store.Recover(dir)
+	rep, err := fsck.Recover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestRecover_SecondRunInTheSameInstantNeverOverwritesTheOriginal(t *testing.
 		t.Fatal(err)
 	}
 
-	first, err := store.RecoverWith(dir, store.RecoverOptions{Now: now})
+	first, err := fsck.RecoverWith(dir, fsck.RecoverOptions{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestRecover_SecondRunInTheSameInstantNeverOverwritesTheOriginal(t *testing.
 		t.Fatalf("an existing file at the set-aside name was overwritten: %q", b)
 	}
 
-	second, err := store.RecoverWith(dir, store.RecoverOptions{Now: now})
+	second, err := fsck.RecoverWith(dir, fsck.RecoverOptions{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestRecover_SecondRunInTheSameInstantNeverOverwritesTheOriginal(t *testing.
 		t.Fatalf("second run on the recovered file: %+v, want healthy, nothing moved, 2000 stored", second)
 	}
 
-	third, err := store.RecoverWith(dir, store.RecoverOptions{Now: now, Force: true})
+	third, err := fsck.RecoverWith(dir, fsck.RecoverOptions{Now: now, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,11 +232,11 @@ func TestRecover_HealthyFileIsLeftUntouchedUnlessForced(t *testing.T) {
 	path := filepath.Join(dir, store.FileName)
 	before := sum(t, path)
 
-	rep, err := store.Recover(dir)
+	rep, err := fsck.Recover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.Report{Healthy: true, StoredEvents: 450, StoredDeadBatches: 1}
+	want := fsck.Report{Healthy: true, StoredEvents: 450, StoredDeadBatches: 1}
 	if rep != want {
 		t.Fatalf("healthy file: %+v, want %+v", rep, want)
 	}
@@ -246,7 +247,7 @@ func TestRecover_HealthyFileIsLeftUntouchedUnlessForced(t *testing.T) {
 		t.Fatalf("temporary file left behind: %v", err)
 	}
 
-	rep, err = store.RecoverWith(dir, store.RecoverOptions{Force: true})
+	rep, err = fsck.RecoverWith(dir, fsck.RecoverOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestRecover_TruncatedFileReportsTheMissingBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rep, err := store.Recover(dir)
+	rep, err := fsck.Recover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestRecover_ABadRecordIsCountedAndTheStoredCountShowsTheLoss(t *testing.T) 
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := store.Recover(dir)
+	rep, err := fsck.Recover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestRecover_DamagedNewestMetaPageStillSavesTheNewestCommit(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := store.Recover(dir)
+	rep, err := fsck.Recover(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

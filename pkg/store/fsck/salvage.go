@@ -1,13 +1,18 @@
-package store
+package fsck
 
 import (
 	"bytes"
 	"fmt"
 	"slices"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 )
+
+// Salvage: every record of a damaged file whose checksum verifies, found by following the
+// tree where it can be followed and by scanning the pages it does not reach, then written in
+// key order into a fresh file (writeSalvage) with the counters recomputed.
 
 // kv is one salvaged record: its key and its whole record bytes.
 type kv struct{ k, v []byte }
@@ -15,8 +20,8 @@ type kv struct{ k, v []byte }
 type salvaged struct {
 	events, dead []kv
 	retry        []byte
-	retries      []kv    // per-batch retry states (retryKey)
-	stored       *counts // the file's counters; nil when unreadable
+	retries      []kv           // per-batch retry states (retryKey)
+	stored       *format.Counts // the file's counters; nil when unreadable
 	badRecords   int
 	badPages     int
 	pageSize     int
@@ -37,7 +42,7 @@ func (s *salvaged) report(rep *Report, size int64) {
 	}
 }
 
-// oneValue is a bucket holding one value, for readCounts.
+// oneValue is a bucket holding one value, for format.ReadCounts.
 type oneValue []byte
 
 func (v oneValue) Get([]byte) []byte { return v }
@@ -70,32 +75,32 @@ func salvage(data []byte) salvaged {
 		if flags&bucketLeafFlag == 0 {
 			return
 		}
-		if bytes.Equal(name, bucketEvents) || bytes.Equal(name, bucketDead) {
+		if bytes.Equal(name, format.BucketEvents) || bytes.Equal(name, format.BucketDead) {
 			found++
 		}
 		_ = f.walkBucket(v, func(k, val []byte) {
-			p, err := decodeRecord(val)
+			p, err := format.DecodeRecord(val)
 			if err != nil {
 				s.badRecords++
 				return
 			}
 			rec := kv{append([]byte(nil), k...), append([]byte(nil), val...)}
 			switch {
-			case bytes.Equal(name, bucketMeta) || (!bytes.Equal(name, bucketEvents) && !bytes.Equal(name, bucketDead) && len(k) != 20):
+			case bytes.Equal(name, format.BucketMeta) || (!bytes.Equal(name, format.BucketEvents) && !bytes.Equal(name, format.BucketDead) && len(k) != 20):
 				// The meta bucket, or one whose name was damaged holding meta keys.
 				switch {
-				case bytes.Equal(k, metaRetry):
+				case bytes.Equal(k, format.MetaRetry):
 					s.retry = rec.v
-				case bytes.HasPrefix(k, []byte(retryPrefix)):
+				case bytes.HasPrefix(k, []byte(format.RetryPrefix)):
 					s.retries = append(s.retries, rec)
-				case bytes.Equal(k, metaCounts):
-					if c, err := readCounts(oneValue(val)); err == nil {
+				case bytes.Equal(k, format.MetaCounts):
+					if c, err := format.ReadCounts(oneValue(val)); err == nil {
 						s.stored = &c
 					}
 				}
 			case len(k) != 20:
 				s.badRecords++
-			case bytes.Equal(name, bucketDead) || (!bytes.Equal(name, bucketEvents) && isDeadPayload(p)):
+			case bytes.Equal(name, format.BucketDead) || (!bytes.Equal(name, format.BucketEvents) && isDeadPayload(p)):
 				if !isDeadPayload(p) {
 					s.badRecords++
 					return
@@ -126,7 +131,7 @@ func salvage(data []byte) salvaged {
 }
 
 func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
-	var c counts
+	var c format.Counts
 	put := func(name []byte, recs []kv, each func(kv)) error {
 		for len(recs) > 0 {
 			n := min(len(recs), 10000)
@@ -153,31 +158,31 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 	}
 	sal.events = sortKV(sal.events)
 	sal.dead = sortKV(sal.dead)
-	if err := put(bucketEvents, sal.events, func(r kv) {
+	if err := put(format.BucketEvents, sal.events, func(r kv) {
 		c.Events++
-		c.Bytes += int64(len(r.v) - recordHeader)
+		c.Bytes += int64(len(r.v) - format.RecordHeader)
 		rep.Saved++
 	}); err != nil {
 		return err
 	}
-	if err := put(bucketDead, sal.dead, func(r kv) {
-		h, _ := decodeDeadHeader(r.v[recordHeader:])
+	if err := put(format.BucketDead, sal.dead, func(r kv) {
+		h, _ := format.DecodeDeadHeader(r.v[format.RecordHeader:])
 		c.DeadBatches++
-		c.DeadEvents += int64(h.events)
-		c.DeadBytes += h.bytes
+		c.DeadEvents += int64(h.Events)
+		c.DeadBytes += h.Bytes
 		rep.DeadSaved++
 	}); err != nil {
 		return err
 	}
 	return db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketEvents, bucketDead, bucketMeta} {
+		for _, name := range [][]byte{format.BucketEvents, format.BucketDead, format.BucketMeta} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
+		meta := tx.Bucket(format.BucketMeta)
 		if sal.retry != nil {
-			if err := meta.Put(metaRetry, sal.retry); err != nil {
+			if err := meta.Put(format.MetaRetry, sal.retry); err != nil {
 				return err
 			}
 		}
@@ -186,20 +191,20 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 				return err
 			}
 		}
-		if err := meta.Put(metaFormat, encodeRecord([]byte{1})); err != nil {
+		if err := meta.Put(format.MetaFormat, format.EncodeRecord([]byte{1})); err != nil {
 			return err
 		}
-		return meta.Put(metaCounts, encodeRecord(encodeCounts(c)))
+		return meta.Put(format.MetaCounts, format.EncodeRecord(format.EncodeCounts(c)))
 	})
 }
 
 // isDeadPayload reports whether p is a well-formed dead batch.
 func isDeadPayload(p []byte) bool {
-	h, err := decodeDeadHeader(p)
+	h, err := format.DecodeDeadHeader(p)
 	if err != nil {
 		return false
 	}
-	_, err = deadEvents(h)
+	_, err = format.DeadEvents(h)
 	return err == nil
 }
 

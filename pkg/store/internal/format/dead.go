@@ -1,4 +1,4 @@
-package store
+package format
 
 import (
 	"encoding/binary"
@@ -11,14 +11,17 @@ import (
 //	[u32 info length][info bytes (owned by pkg/queue)]
 //	[u32 event count][u64 event bytes]
 //	count × ([u32 length][event bytes])
-type deadHeader struct {
-	info   []byte
-	events int
-	bytes  int64
-	body   []byte // the events part
+
+// DeadHeader is a dead batch's payload split into its parts; Info and Body alias the payload.
+type DeadHeader struct {
+	Info   []byte
+	Events int
+	Bytes  int64
+	Body   []byte // the events part
 }
 
-func encodeDead(info []byte, events [][]byte) []byte {
+// EncodeDead is the payload of a dead batch holding events, with the queue's info.
+func EncodeDead(info []byte, events [][]byte) []byte {
 	n := 4 + len(info) + 12
 	var total int64
 	for _, e := range events {
@@ -39,27 +42,28 @@ func encodeDead(info []byte, events [][]byte) []byte {
 
 var errDeadFormat = errors.New("malformed dead-letter payload")
 
-func decodeDeadHeader(p []byte) (deadHeader, error) {
+// DecodeDeadHeader splits a dead batch's payload p (the events part is not checked: DeadEvents).
+func DecodeDeadHeader(p []byte) (DeadHeader, error) {
 	if len(p) < 4 {
-		return deadHeader{}, errDeadFormat
+		return DeadHeader{}, errDeadFormat
 	}
 	il := int(binary.BigEndian.Uint32(p))
 	if len(p) < 4+il+12 {
-		return deadHeader{}, errDeadFormat
+		return DeadHeader{}, errDeadFormat
 	}
-	h := deadHeader{info: p[4 : 4+il]}
+	h := DeadHeader{Info: p[4 : 4+il]}
 	rest := p[4+il:]
-	h.events = int(binary.BigEndian.Uint32(rest))
-	h.bytes = int64(binary.BigEndian.Uint64(rest[4:]))
-	h.body = rest[12:]
+	h.Events = int(binary.BigEndian.Uint32(rest))
+	h.Bytes = int64(binary.BigEndian.Uint64(rest[4:]))
+	h.Body = rest[12:]
 	return h, nil
 }
 
-// deadEvents splits the events part of a dead payload, copying each event.
-func deadEvents(h deadHeader) ([][]byte, error) {
-	out := make([][]byte, 0, h.events)
-	b := h.body
-	for i := 0; i < h.events; i++ {
+// DeadEvents splits the events part of a dead payload, copying each event.
+func DeadEvents(h DeadHeader) ([][]byte, error) {
+	out := make([][]byte, 0, h.Events)
+	b := h.Body
+	for i := 0; i < h.Events; i++ {
 		if len(b) < 4 {
 			return nil, fmt.Errorf("%w: event %d truncated", errDeadFormat, i)
 		}

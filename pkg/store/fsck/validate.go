@@ -1,4 +1,4 @@
-package store
+package fsck
 
 import (
 	"bytes"
@@ -9,11 +9,13 @@ import (
 	"runtime/debug"
 	"slices"
 	"syscall"
+
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 )
 
-// errDamaged wraps every finding of the structure check: the file is not
-// what bbolt wrote.
-var errDamaged = errors.New("damaged")
+// The structure check: the file, read with the project's own reader, holds every invariant
+// bbolt relies on when it opens and reads a file (see doc.go). It stops at the first finding
+// and names the page; salvage reads past findings instead.
 
 // Header fields beyond those pagewalk.go reads.
 const (
@@ -23,12 +25,12 @@ const (
 	bucketHdrSize = 16
 )
 
-// validateFile checks the structure of the bbolt file at path with the
+// ValidateFile checks the structure of the bbolt file at path with the
 // project's own reader, before bbolt is allowed to touch it: bbolt scans the
 // tree at open (to rebuild the freelist) in a way that panics in a goroutine
 // of its own on a damaged page, which no recover() can catch. The file is
 // mapped read-only; a fault (the file shrank meanwhile) becomes an error.
-func validateFile(path string) (err error) {
+func ValidateFile(path string) (err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -59,24 +61,24 @@ func validateFile(path string) (err error) {
 // of the tree reachable from the newest meta page naming itself, of the
 // right type, inside the file, referenced once, with every element inside its
 // page and keys in order (the checks of bbolt's own Tx.Check). Record
-// checksums are not its job (checkDB). It never panics.
+// checksums are not its job (CheckRecords). It never panics.
 func validateData(data []byte) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: reading the file failed: %v", errDamaged, r)
+			err = fmt.Errorf("%w: reading the file failed: %v", ErrDamaged, r)
 		}
 	}()
 	m0, ok0 := readMeta(data, 0)
 	if !ok0 || !metaVersionOK(data, 0) {
-		return fmt.Errorf("%w: meta page 0 (the file's header) fails its checksum", errDamaged)
+		return fmt.Errorf("%w: meta page 0 (the file's header) fails its checksum", ErrDamaged)
 	}
 	if len(data) < 2*m0.pageSize {
-		return fmt.Errorf("%w: the file is %d bytes, shorter than its two meta pages of %d: it was truncated", errDamaged, len(data), m0.pageSize)
+		return fmt.Errorf("%w: the file is %d bytes, shorter than its two meta pages of %d: it was truncated", ErrDamaged, len(data), m0.pageSize)
 	}
 	m1, ok1 := readMeta(data, m0.pageSize)
 	if !ok1 || !metaVersionOK(data, m0.pageSize) || m1.pageSize != m0.pageSize {
-		return fmt.Errorf("%w: meta page 1 (the file's second header) fails its checksum", errDamaged)
+		return fmt.Errorf("%w: meta page 1 (the file's second header) fails its checksum", ErrDamaged)
 	}
 	m := m0
 	if m1.txid > m0.txid {
@@ -90,16 +92,16 @@ func validateTree(data []byte, m metaInfo) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: reading the file failed: %v", errDamaged, r)
+			err = fmt.Errorf("%w: reading the file failed: %v", ErrDamaged, r)
 		}
 	}()
 	ps := m.pageSize
 	if pages := uint64(len(data) / ps); m.hwm > pages {
 		return fmt.Errorf("%w: the file is %d bytes but its meta page says it holds %d pages of %d bytes: it was truncated",
-			errDamaged, len(data), m.hwm, ps)
+			ErrDamaged, len(data), m.hwm, ps)
 	}
 	if m.hwm < 3 {
-		return fmt.Errorf("%w: meta page says the file holds %d pages", errDamaged, m.hwm)
+		return fmt.Errorf("%w: meta page says the file holds %d pages", ErrDamaged, m.hwm)
 	}
 	v := &validator{data: data, ps: ps, hwm: m.hwm, reached: make([]bool, m.hwm)}
 	v.reached[0], v.reached[1] = true, true
@@ -116,7 +118,7 @@ func validateTree(data []byte, m metaInfo) (err error) {
 
 // rootBuckets checks that the (validated) root holds outbox's three buckets,
 // or nothing (a file bbolt created that the store never opened): a damaged
-// name or flag would otherwise hide a bucket, and Open would create an empty
+// name or flag would otherwise hide a bucket, and the store's Open would create an empty
 // one in its place, losing what the old one holds.
 func (v *validator) rootBuckets(root uint64) error {
 	var names []string
@@ -139,10 +141,10 @@ func (v *validator) rootBuckets(root uint64) error {
 		}
 	}
 	walk(root)
-	if len(names) == 0 || slices.Equal(names, []string{string(bucketDead), string(bucketEvents), string(bucketMeta)}) {
+	if len(names) == 0 || slices.Equal(names, []string{string(format.BucketDead), string(format.BucketEvents), string(format.BucketMeta)}) {
 		return nil
 	}
-	return fmt.Errorf("%w: page %d: the file's root holds %q, not outbox's buckets dead, events and meta", errDamaged, root, names)
+	return fmt.Errorf("%w: page %d: the file's root holds %q, not outbox's buckets dead, events and meta", ErrDamaged, root, names)
 }
 
 // metaVersionOK reports whether the meta page at off carries bbolt's format version.
@@ -159,7 +161,7 @@ type validator struct {
 }
 
 func (v *validator) fail(id uint64, format string, args ...any) error {
-	return fmt.Errorf("%w: page %d: %s", errDamaged, id, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: page %d: %s", ErrDamaged, id, fmt.Sprintf(format, args...))
 }
 
 // page returns the bytes of page id with its overflow, marking them reached.

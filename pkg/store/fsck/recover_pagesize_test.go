@@ -1,4 +1,4 @@
-package store
+package fsck_test
 
 import (
 	"encoding/binary"
@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -17,24 +20,24 @@ func TestRecover_BothMetaPagesLostFindsANonDefaultPageSize(t *testing.T) {
 	for _, ps := range []int{8192, 16384, 65536} {
 		t.Run(fmt.Sprintf("page size %d", ps), func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, FileName)
+			path := filepath.Join(dir, store.FileName)
 			db, err := bolt.Open(path, 0o600, &bolt.Options{PageSize: ps})
 			if err != nil {
 				t.Fatal(err)
 			}
 			const n = 2000
 			err = db.Update(func(tx *bolt.Tx) error {
-				b, err := tx.CreateBucket(bucketEvents)
+				b, err := tx.CreateBucket(format.BucketEvents)
 				if err != nil {
 					return err
 				}
-				if _, err := tx.CreateBucket(bucketMeta); err != nil {
+				if _, err := tx.CreateBucket(format.BucketMeta); err != nil {
 					return err
 				}
 				for i := 0; i < n; i++ {
 					k := make([]byte, 20)
 					binary.BigEndian.PutUint64(k[12:], uint64(i))
-					if err := b.Put(k, encodeRecord([]byte(fmt.Sprintf(`{"messageId":"m%06d"}`, i)))); err != nil {
+					if err := b.Put(k, format.EncodeRecord([]byte(fmt.Sprintf(`{"messageId":"m%06d"}`, i)))); err != nil {
 						return err
 					}
 				}
@@ -57,14 +60,14 @@ func TestRecover_BothMetaPagesLostFindsANonDefaultPageSize(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			rep, err := Recover(dir)
+			rep, err := fsck.Recover(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if rep.Saved != n || rep.PageSize != ps || !rep.Scanned {
 				t.Fatalf("report %+v, want %d saved at page size %d", rep, n, ps)
 			}
-			s, err := Open(dir, Options{})
+			s, err := store.Open(dir, store.Options{})
 			if err != nil {
 				t.Fatalf("open recovered file: %v", err)
 			}

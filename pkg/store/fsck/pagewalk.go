@@ -1,4 +1,4 @@
-package store
+package fsck
 
 import (
 	"bytes"
@@ -7,11 +7,14 @@ import (
 	"hash/fnv"
 	"os"
 	"slices"
+
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 )
 
 // A defensive reader of bbolt's on-disk format (little endian, as written on
-// amd64/arm64), used only by Recover: it never trusts a page, checks every
-// bound, and skips what it cannot read instead of panicking.
+// amd64/arm64), used by salvage: it never trusts a page, checks every
+// bound, and skips what it cannot read instead of panicking. validate.go
+// reads the same layout, strictly.
 const (
 	pageHeaderSize = 16
 	elemSize       = 16
@@ -240,13 +243,13 @@ func (s *salvaged) scanLeaves(f *pageFile, afterEvent, afterDead []byte) {
 			if flags&bucketLeafFlag != 0 || len(k) != 20 {
 				return
 			}
-			p, err := decodeRecord(v)
+			p, err := format.DecodeRecord(v)
 			if err != nil {
 				return
 			}
 			rec := kv{append([]byte(nil), k...), append([]byte(nil), v...)}
-			if h, err := decodeDeadHeader(p); err == nil {
-				if evs, err := deadEvents(h); err == nil && deadSize(evs) == len(h.body) {
+			if h, err := format.DecodeDeadHeader(p); err == nil {
+				if evs, err := format.DeadEvents(h); err == nil && deadSize(evs) == len(h.Body) {
 					if bytes.Compare(k, afterDead) > 0 {
 						s.dead = append(s.dead, rec)
 					}
@@ -279,18 +282,18 @@ func (s *salvaged) dropDeadCopies(from int) {
 	}
 	inDead := map[string]bool{}
 	for _, d := range s.dead {
-		h, err := decodeDeadHeader(d.v[recordHeader:])
+		h, err := format.DecodeDeadHeader(d.v[format.RecordHeader:])
 		if err != nil {
 			continue
 		}
-		evs, _ := deadEvents(h)
+		evs, _ := format.DeadEvents(h)
 		for _, e := range evs {
 			inDead[string(e)] = true
 		}
 	}
 	kept := s.events[:from]
 	for _, r := range s.events[from:] {
-		if !inDead[string(r.v[recordHeader:])] {
+		if !inDead[string(r.v[format.RecordHeader:])] {
 			kept = append(kept, r)
 		}
 	}

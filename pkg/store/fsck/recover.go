@@ -1,4 +1,4 @@
-package store
+package fsck
 
 import (
 	"errors"
@@ -9,8 +9,14 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
 )
+
+// Recover: the directory lock, the full check (a healthy file is left alone), salvage into
+// <name>.recover, the old file set aside under a name never taken, and the fresh file
+// renamed into place. The old bytes are never modified or deleted.
 
 // Report is what Recover did. Unreadable, BadRecords and BadPages count what
 // could be seen to be lost; MissingBytes and StoredEvents − Saved show loss
@@ -88,12 +94,12 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	lock, err := lockDir(dir)
+	lock, err := datadir.Lock(dir)
 	if err != nil {
 		return rep, err
 	}
-	defer func() { _ = lock.unlock() }()
-	path := filepath.Join(dir, FileName)
+	defer func() { _ = lock.Unlock() }()
+	path := filepath.Join(dir, datadir.FileName)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return rep, fmt.Errorf("recover: read %s: %w", path, err)
@@ -106,7 +112,7 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	if res, ok := checkHealthy(path, data); ok {
 		rep.Healthy = true
 		if !opt.Force {
-			rep.StoredEvents, rep.StoredDeadBatches = res.actual.Events, res.actual.DeadBatches
+			rep.StoredEvents, rep.StoredDeadBatches = res.Actual.Events, res.Actual.DeadBatches
 			return rep, nil
 		}
 	}
@@ -117,7 +123,7 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	sal.report(&rep, int64(len(data)))
 	tmp := path + ".recover"
 	_ = os.Remove(tmp) // ours: left by a recover that crashed before its rename
-	db, err := openDB(tmp, false, 0)
+	db, err := format.OpenDB(tmp, false, 0)
 	if err != nil {
 		return rep, fmt.Errorf("recover: create the fresh file %s: %w; nothing was changed", tmp, err)
 	}
@@ -136,7 +142,7 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return rep, fmt.Errorf("recover: put the fresh file %s in place: %w", tmp, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := datadir.SyncDir(dir); err != nil {
 		return rep, fmt.Errorf("recover: %w", err)
 	}
 	return rep, nil
@@ -180,7 +186,7 @@ func setAside(path string, now time.Time) (string, error) {
 // file with a damaged meta page is not healthy: bbolt would silently fall
 // back to the previous commit, losing the newest; and a damaged file is never
 // handed to bbolt), then every record's checksum, read with bbolt read-only.
-func checkHealthy(path string, data []byte) (res checkResult, ok bool) {
+func checkHealthy(path string, data []byte) (res CheckResult, ok bool) {
 	if validateData(data) != nil {
 		return res, false
 	}
@@ -195,6 +201,6 @@ func checkHealthy(path string, data []byte) (res checkResult, ok bool) {
 		return res, false
 	}
 	defer func() { _ = db.Close() }()
-	res, err = checkDB(db, nil)
+	res, err = CheckRecords(db, nil)
 	return res, err == nil
 }

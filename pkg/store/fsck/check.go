@@ -1,0 +1,96 @@
+package fsck
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/outboxhq/outbox/pkg/store/internal/format"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The check of every record (the second half of the full check, after the structure check):
+// read through bbolt, so only on a file ValidateFile passed.
+
+// CheckResult is what a full check found.
+type CheckResult struct {
+	Actual, Stored format.Counts
+}
+
+// CheckRecords verifies every record's CRC and the dead-letter headers of a file
+// whose structure ValidateFile has checked (bbolt's own Tx.Check is never
+// run: it reads in a goroutine of its own, where a damaged page would crash
+// the process). It never writes. quit (may be nil) aborts it.
+func CheckRecords(db *bolt.DB, quit <-chan struct{}) (res CheckResult, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil { // db.View has rolled back
+			err = PanicErr(r)
+		}
+	}()
+	err = db.View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(format.BucketMeta); meta != nil {
+			if err := meta.ForEach(func(k, v []byte) error {
+				if _, err := format.DecodeRecord(v); err != nil {
+					return fmt.Errorf("meta %q: %w", k, err)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if res.Stored, err = format.ReadCounts(meta); err != nil {
+				return err
+			}
+		}
+		n := 0
+		aborted := func() bool {
+			n++
+			if quit == nil || n%4096 != 0 {
+				return false
+			}
+			select {
+			case <-quit:
+				return true
+			default:
+				return false
+			}
+		}
+		if b := tx.Bucket(format.BucketEvents); b != nil {
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				p, err := format.DecodeRecord(v)
+				if err != nil {
+					return fmt.Errorf("event %s: %w", format.KeyString(k), err)
+				}
+				res.Actual.Events++
+				res.Actual.Bytes += int64(len(p))
+				if aborted() {
+					return ErrCheckAborted
+				}
+			}
+		}
+		if b := tx.Bucket(format.BucketDead); b != nil {
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				p, err := format.DecodeRecord(v)
+				if err != nil {
+					return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
+				}
+				h, err := format.DecodeDeadHeader(p)
+				if err != nil {
+					return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
+				}
+				if _, err := format.DeadEvents(h); err != nil {
+					return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
+				}
+				res.Actual.DeadBatches++
+				res.Actual.DeadEvents += int64(h.Events)
+				res.Actual.DeadBytes += h.Bytes
+				if aborted() {
+					return ErrCheckAborted
+				}
+			}
+		}
+		return nil
+	})
+	return res, err
+}
