@@ -64,10 +64,13 @@ func deleteAt(c *bolt.Cursor, v []byte, w *writerState, visit func(payload []byt
 // cursor goes back to First after each deletion rather than to Next (see deleteEvents on Next
 // after Delete); First does not search. Should the bucket run empty while the byte counter
 // still says otherwise, the counters were wrong: they are set to the truth (nothing queued),
-// logged, so that the append fits instead of failing after everything was evicted.
+// logged, so that the append fits instead of failing after everything was evicted. The retry
+// states saved for batches that started among the evicted events go with them: no lease can
+// find them any more, and they would stay in meta for good.
 func (s *Store) evictOldest(b buckets, bytes int64, w *writerState) (int, error) {
 	c := b.events.Cursor()
 	evicted := 0
+	var first, last []byte
 	for target := w.Bytes - bytes; w.Bytes > target; {
 		k, v := c.First()
 		if k == nil {
@@ -75,10 +78,19 @@ func (s *Store) evictOldest(b buckets, bytes int64, w *writerState) (int, error)
 			w.Events, w.Bytes = 0, 0
 			break
 		}
+		if first == nil {
+			first = append([]byte(nil), k...)
+		}
+		last = append(last[:0], k...)
 		if err := deleteAt(c, v, w, nil); err != nil {
 			return evicted, err
 		}
 		evicted++
+	}
+	if evicted > 0 {
+		if err := clearRetry(b, first, last); err != nil {
+			return evicted, err
+		}
 	}
 	return evicted, nil
 }
