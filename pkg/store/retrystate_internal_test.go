@@ -38,7 +38,9 @@ func retryStates(t *testing.T, s *Store) []string {
 }
 
 func TestEvictOldest_TakesTheRetryStatesOfEvictedBatchesWithIt(t *testing.T) {
-	ev := func(i int) []byte { return fmt.Appendf(nil, `{"messageId":"m%04d","pad":"%s"}`, i, strings.Repeat("x", 100)) }
+	ev := func(i int) []byte {
+		return fmt.Appendf(nil, `{"messageId":"m%04d","pad":"%s"}`, i, strings.Repeat("x", 100))
+	}
 	size := int64(len(ev(0)))
 	s, err := Open(t.TempDir(), Options{NoSync: true, Policy: evictBeyond{max: 30 * size}})
 	if err != nil {
