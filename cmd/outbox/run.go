@@ -147,12 +147,12 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		// Damage found after Open: intake has stopped; exit 3 naming recover.
 		log.Error("data file is damaged (found by the background check or a later read); stopping", "err", err)
 		sd.Stopping()
-		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
+		_ = gracefulStop(log, sigs.C, reload.current().Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case err := <-serveErr:
 		// Serving failed on its own; stop what remains, bounded as on a signal.
 		sd.Stopping()
-		_ = gracefulStop(log, sigs.C, cfg.Agent.ShutdownTimeout, ag.Shutdown)
+		_ = gracefulStop(log, sigs.C, reload.current().Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case sig := <-sigs.C:
 		cfg = reload.current() // shutdown.timeout changes live
