@@ -36,7 +36,7 @@ func waitDead(t *testing.T, url string, n int64) {
 var ksuidRE = regexp.MustCompile(`[0-9A-Za-z]{27}`)
 
 func TestDeadCommands_ThroughAgentAndOffline(t *testing.T) {
-	s := sinktest.StartScript(t, "401,200,401") // 401 is final: the batch is dead-lettered
+	s := sinktest.StartScript(t, "404,200,404") // 404 is final: the batch is dead-lettered
 	dir := t.TempDir()
 	a := startAgent(t, dir, s.URL()+"/v1/batch", nil)
 	cwd := t.TempDir()
@@ -49,12 +49,12 @@ func TestDeadCommands_ThroughAgentAndOffline(t *testing.T) {
 	waitDead(t, a.url, 1)
 
 	code, out, stderr := runCLI(t, cwd, env, "", "dead", "list", "--agent", a.url)
-	if code != 0 || !strings.Contains(out, "401") {
+	if code != 0 || !strings.Contains(out, "404") {
 		t.Fatalf("dead list: exit %d, out:\n%s\nerr: %s", code, out, stderr)
 	}
 	id := ksuidRE.FindString(strings.SplitN(out, "\n", 2)[1])
 	code, out, _ = runCLI(t, cwd, env, "", "dead", "show", id, "--agent", a.url)
-	if code != 0 || !strings.Contains(out, ids[0]) || !strings.Contains(out, "status:    401") {
+	if code != 0 || !strings.Contains(out, ids[0]) || !strings.Contains(out, "status:    404") {
 		t.Fatalf("dead show %s: exit %d, out:\n%s", id, code, out)
 	}
 	code, out, _ = runCLI(t, cwd, env, "", "dead", "replay", "--agent", a.url)
@@ -83,7 +83,7 @@ func TestDeadCommands_ThroughAgentAndOffline(t *testing.T) {
 		want string
 	}{
 		{"inspect shows the dead letter", []string{"inspect", "--data-dir", dir}, 0, "1 batches, 2 events"},
-		{"dead list offline", []string{"dead", "list", "--data-dir", dir}, 0, "401"},
+		{"dead list offline", []string{"dead", "list", "--data-dir", dir}, 0, "404"},
 		{"purge without IDs or --all is a usage error", []string{"dead", "purge", "--data-dir", dir}, 2, ""},
 		{"purge --all", []string{"dead", "purge", "--all", "--data-dir", dir}, 0, "purged 1 dead batch(es)"},
 		{"dead list is then empty", []string{"dead", "list", "--data-dir", dir}, 0, "no dead letters"},

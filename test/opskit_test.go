@@ -22,6 +22,7 @@ import (
 const (
 	dashboardFile = "../docs/deploy/grafana-dashboard.json"
 	alertsFile    = "../docs/deploy/prometheus-alerts.yaml"
+	alertTests    = "../docs/deploy/prometheus-alerts.test.yaml"
 )
 
 // exportedMetrics runs an agent, moves one event through it so that every labelled series
@@ -231,7 +232,8 @@ func TestOpsKit_AlertRules_EachSaysWhatToDoAndReadsOnlyExportedMetrics(t *testin
 			checkExprMetrics(t, "alert "+r.Alert, r.Expr, exported, "up")
 		}
 	}
-	for _, a := range []string{"OutboxAgentDown", "OutboxCollectorStalled", "OutboxDeadLettersGrowing", "OutboxQueueNearFull", "OutboxEventsDropped"} {
+	for _, a := range []string{"OutboxAgentDown", "OutboxCollectorStalled", "OutboxDeadLettersGrowing", "OutboxQueueNearFull", "OutboxEventsDropped",
+		"OutboxCredentialsRefused"} {
 		if !seen[a] {
 			t.Errorf("no alert %s", a)
 		}
@@ -246,6 +248,11 @@ func TestOpsKit_AlertRules_PassPromtool(t *testing.T) {
 	out, err := exec.Command(promtool, "check", "rules", alertsFile).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules %s: %v\n%s", alertsFile, err, out)
+	}
+	// The rules' unit tests: when each fires and clears, and what it says.
+	out, err = exec.Command(promtool, "test", "rules", alertTests).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules %s: %v\n%s", alertTests, err, out)
 	}
 }
 

@@ -101,6 +101,18 @@ func TestE2ECLI_RejectedBatchFailsAfterOneRequest(t *testing.T) {
 			writeKey: "wrong",
 			wantErr:  "401",
 		},
+		{
+			name: "a forbidden write key gets 403 and is not retried",
+			opts: func(t *testing.T) sink.Options {
+				sc, err := sink.ParseFaults("403:default")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sink.Options{Script: sc}
+			},
+			writeKey: "wk",
+			wantErr:  "403",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -76,14 +76,16 @@ func execute(ctx context.Context, in *input, timeout time.Duration, log *slog.Lo
 }
 
 // uploaderConfig maps the input onto the uploader's configuration with Segment's SDK semantics:
-// a rejected batch is dead-lettered whole (one request), not bisected, and batches are
-// delivered one at a time in intake order, as the suite's checks of order expect.
+// a rejected batch is dead-lettered whole (one request), not bisected, a refused write key
+// (401, 403) is one request and a failed send rather than a pause, and batches are delivered
+// one at a time in intake order, as the suite's checks of order expect.
 func uploaderConfig(in *input, dir string) uploader.Config {
 	cfg := uploader.DefaultConfig()
 	cfg.DataDir = dir
 	cfg.Upload.Endpoint = in.Endpoint
 	cfg.Upload.WriteKey = in.WriteKey
 	cfg.Upload.SplitRejected = false
+	cfg.Upload.OnAuthFailure = uploader.OnAuthFailureDeadLetter
 	cfg.Upload.Concurrency = "1"
 	// The directory is deleted when the run ends: an fsync per commit would buy nothing.
 	cfg.Queue.Sync = "none"

@@ -120,6 +120,9 @@ var keys = []keyDef{
 		help: "batches in flight at once: auto (adapts to the collector, 1 to upload.max_concurrency) or a number; 1 = strict FIFO"},
 	{key: "upload.max_concurrency", restart: "the connection pool and the adaptive limit are sized at start", kind: kindInt, min: 1, field: func(c *Config) any { return &c.Upload.MaxConcurrency },
 		help: "the most batches upload.concurrency: auto keeps in flight"},
+	{key: "upload.on_auth_failure", live: true, kind: kindString, enum: []string{uploader.OnAuthFailurePause, uploader.OnAuthFailureDeadLetter},
+		field: func(c *Config) any { return &c.Upload.OnAuthFailure },
+		help:  "on a 401/403: pause (keep the queue, probe once a minute, resume on success) or dead_letter"},
 	// The destination, and the keys of the Kafka one (destination.go builds it).
 	{key: "upload.destination", restart: rDest, kind: kindString, enum: []string{"http", "kafka"}, field: func(c *Config) any { return &c.Dest.Kind },
 		help: "http (POST batches to upload.endpoint) or kafka (produce each event to upload.kafka.topic)"},

@@ -29,6 +29,7 @@ func newStatusCommand(a *app) *cobra.Command {
   dead letters  batches the collector refused for good or that ran out of retry budget
   last upload   the last attempt and its result, the last success, and since when uploads fail
   retry         what the worker waits for ("waiting for Retry-After until 12:03:04")
+  delivery      shown only when paused: the collector refuses our credentials, and what to fix
   store         size of the queue file on disk and the fsync policy
   last reload   when the configuration was last reloaded and the result (see 'outbox reload')
 --json prints the agent's JSON unchanged, for scripts.`,
@@ -75,6 +76,10 @@ func printStatus(w io.Writer, st *agent.Status, base string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("agent", fmt.Sprintf("%s (version %s)", base, orDash(st.Version)))
+	if ap := st.AuthPause; ap.Paused {
+		row("delivery", fmt.Sprintf("PAUSED since %s: %s; the queue is kept, next probe at %s",
+			clock(ap.Since), ap.Message, orDash(clock(ap.NextProbe))))
+	}
 
 	q := fmt.Sprintf("%d events, %s", st.Queue.Events, humanBytes(st.Queue.Bytes))
 	if st.Queue.Events > 0 {
@@ -128,6 +133,12 @@ func retryLine(st *agent.Status) string {
 			s += ", next attempt at " + until
 		}
 		return s + fmt.Sprintf(" (attempt %d)", st.Retry.Attempt)
+	case "auth":
+		s := "held on refused credentials"
+		if until != "" {
+			s += ", next probe at " + until
+		}
+		return s + " (no retry budget spent)"
 	}
 	return "not waiting"
 }

@@ -51,6 +51,16 @@ func (r RetryStatus) MarshalJSON() ([]byte, error) {
 	}{plain(r), msPtr(r.WaitingUntil)})
 }
 
+// MarshalJSON writes the times with TimeLayout.
+func (a AuthPauseStatus) MarshalJSON() ([]byte, error) {
+	type plain AuthPauseStatus
+	return json.Marshal(struct {
+		plain
+		Since     *msTime `json:"since,omitempty"`
+		NextProbe *msTime `json:"next_probe,omitempty"`
+	}{plain(a), msPtr(a.Since), msPtr(a.NextProbe)})
+}
+
 // MarshalJSON writes the time with TimeLayout.
 func (f FlushWaiting) MarshalJSON() ([]byte, error) {
 	type plain FlushWaiting

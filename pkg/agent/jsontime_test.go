@@ -67,9 +67,30 @@ func TestAgent_EveryTimeIsRFC3339WithMillisecondsInUTC(t *testing.T) {
 		}
 	})
 
-	t.Run("dead-letter times", func(t *testing.T) {
+	t.Run("auth pause times", func(t *testing.T) {
 		clock := budgettest.New(start120)
 		h := start(t, setup{faults: "401:default", opts: []uploader.Option{uploader.WithClock(clock)}})
+		if r := h.post("/v1/track", trackEvent); r.code != http.StatusOK {
+			t.Fatalf("ingest: %d %s", r.code, r.body)
+		}
+		if fr := h.flush(); fr.Done || fr.Error == "" {
+			t.Fatalf("flush = %+v, want delivery paused with the batch queued", fr)
+		}
+		got := timesAt(t, h.get("/v1/status").body, map[string][]string{
+			"auth_pause.since":      {"auth_pause", "since"},
+			"auth_pause.next_probe": {"auth_pause", "next_probe"},
+		})
+		want := map[string]string{"auth_pause.since": at, "auth_pause.next_probe": atPlus60s}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("status %s = %q, want %q", k, got[k], w)
+			}
+		}
+	})
+
+	t.Run("dead-letter times", func(t *testing.T) {
+		clock := budgettest.New(start120)
+		h := start(t, setup{faults: "404:default", opts: []uploader.Option{uploader.WithClock(clock)}})
 		if r := h.post("/v1/track", trackEvent); r.code != http.StatusOK {
 			t.Fatalf("ingest: %d %s", r.code, r.body)
 		}

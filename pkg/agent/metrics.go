@@ -50,6 +50,7 @@ type gaugeValues struct {
 	fileBytes                   float64
 	lastSuccess                 time.Time // zero when no upload has succeeded yet
 	inFlight, limit             float64   // batches in flight, and the limit on them
+	authPaused                  float64   // 1 while delivery is paused on refused credentials
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil → a new registry). It fails
@@ -126,7 +127,7 @@ type gaugeCollector struct {
 	m                                                                      *Metrics
 	queueEvents, queueBytes, oldestAge, deadEvents, fileBytes, lastSuccess *prometheus.Desc
 	pendingEvents, pendingBytes                                            *prometheus.Desc
-	inFlight, limit                                                        *prometheus.Desc
+	inFlight, limit, authPaused                                            *prometheus.Desc
 }
 
 func newGaugeCollector(m *Metrics) *gaugeCollector {
@@ -147,13 +148,15 @@ func newGaugeCollector(m *Metrics) *gaugeCollector {
 		inFlight:      desc("upload_in_flight", "Batches sent and not yet delivered or dead-lettered."),
 		limit: desc("upload_concurrency_limit",
 			"How many batches may be in flight now: upload.concurrency, or the adaptive limit under auto."),
+		authPaused: desc("upload_auth_paused",
+			"1 while delivery is paused because the destination refuses our credentials (401/403): fix upload.write_key and reload; 0 otherwise."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{g.queueEvents, g.queueBytes, g.oldestAge, g.deadEvents, g.fileBytes, g.lastSuccess,
-		g.pendingEvents, g.pendingBytes, g.inFlight, g.limit} {
+		g.pendingEvents, g.pendingBytes, g.inFlight, g.limit, g.authPaused} {
 		ch <- d
 	}
 }
@@ -177,7 +180,7 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 		{g.queueEvents, v.queueEvents}, {g.queueBytes, v.queueBytes}, {g.oldestAge, v.oldestAge},
 		{g.deadEvents, v.deadEvents}, {g.fileBytes, v.fileBytes}, {g.lastSuccess, last},
 		{g.pendingEvents, v.pendingEvents}, {g.pendingBytes, v.pendingBytes},
-		{g.inFlight, v.inFlight}, {g.limit, v.limit},
+		{g.inFlight, v.inFlight}, {g.limit, v.limit}, {g.authPaused, v.authPaused},
 	} {
 		ch <- prometheus.MustNewConstMetric(p.d, prometheus.GaugeValue, p.v)
 	}

@@ -80,7 +80,10 @@ async function getJSON(path) {
 
 // retryWords says what the worker is doing about the head batch.
 function retryWords(st) {
-  const r = st.retry || {}, up = st.upload || {};
+  const r = st.retry || {}, up = st.upload || {}, ap = st.auth_pause || {};
+  if (ap.paused) {
+    return { cls: "state-failing", text: "paused: credentials refused (" + ap.code + "); next probe " + fmtTime(ap.next_probe) };
+  }
   const until = r.waiting_until ? fmtTime(r.waiting_until) : "";
   if (until && hist.nowMs && Date.parse(r.waiting_until) <= hist.nowMs) {
     return { cls: "state-failing", text: "retrying now: the wait ended at " + until + ", attempt " + r.attempt };
@@ -106,6 +109,7 @@ function renderStatus(st) {
   setNum("queue-bytes", st.queue.bytes, fmtBytes(st.queue.bytes) + maxNote);
   $("queue-fill").style.width = hist.maxBytes > 0 ? Math.min(100, 100 * st.queue.bytes / hist.maxBytes) + "%" : "0";
   setText("queue-age", st.queue.events > 0 ? fmtDuration(st.queue.oldest_age_seconds) : "–");
+  renderAuthPause(st.auth_pause || {});
   const rw = retryWords(st);
   $("retry-state").textContent = rw.text;
   $("retry-state").className = rw.cls;
@@ -133,6 +137,16 @@ function renderReload(r) {
   let msg = r.message || "";
   if (r.restart_needed && r.restart_needed.length) msg = (msg ? msg + " " : "") + "Restart to apply: " + r.restart_needed.join(", ") + ".";
   setText("reload-message", msg);
+}
+
+// renderAuthPause shows, while the destination refuses our credentials, why delivery is paused
+// and what to fix.
+function renderAuthPause(ap) {
+  const b = $("auth-banner");
+  if (!ap.paused) { b.style.display = "none"; return; }
+  b.textContent = "Delivery paused since " + fmtTime(ap.since) + ": " + ap.message +
+    ". The queue is kept; the head batch is retried at " + fmtTime(ap.next_probe) + ".";
+  b.style.display = "block";
 }
 
 // mergeSamples appends the new samples and forgets those older than the window.

@@ -51,6 +51,7 @@ type pageState struct {
 	ResultRows  int            `json:"resultRows"`
 	DeadReasons []string       `json:"deadReasons"`
 	Banner      string         `json:"banner"`
+	AuthBanner  string         `json:"authBanner"`
 	Reload      string         `json:"reload"` // the Configuration card's result and note
 }
 
@@ -69,6 +70,7 @@ const readPage = `(() => {
     resultRows: document.querySelectorAll("#results tr").length,
     deadReasons: [...document.querySelectorAll("#dead tr")].map((tr) => tr.children.length > 2 ? tr.children[2].textContent : ""),
     banner: document.getElementById("banner").style.display === "block" ? document.getElementById("banner").textContent : "",
+    authBanner: document.getElementById("auth-banner").style.display === "block" ? document.getElementById("auth-banner").textContent : "",
     reload: document.getElementById("reload-result").textContent + ": " + document.getElementById("reload-message").textContent,
   };
 })()`
@@ -189,6 +191,38 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 		t.Fatalf("screenshot: %v", err)
 	}
 	saveScreenshot(t, shot)
+	for _, e := range events.list() {
+		t.Errorf("browser: %s", e)
+	}
+}
+
+// TestPage_InABrowser_SaysWhyDeliveryIsPausedOnRefusedCredentials opens the status page of an
+// agent whose collector answers 401: a banner says delivery is paused and what to fix, and the
+// retry card says the credentials are refused.
+func TestPage_InABrowser_SaysWhyDeliveryIsPausedOnRefusedCredentials(t *testing.T) {
+	browser := findChromium()
+	if browser == "" {
+		testutil.MissingTool(t, "no chromium on PATH (set CHROMIUM, or apt-get install chromium): the status page is not checked in a browser")
+	}
+	h := start(t, setup{faults: "401:default"})
+	if r := h.post("/v1/track", `{"type":"track","userId":"u","event":"Refused"}`); r.code != http.StatusOK {
+		t.Fatalf("ingest: %d %s", r.code, r.body)
+	}
+	if fr := h.flush(); fr.Done {
+		t.Fatalf("flush = %+v, want delivery paused with the event queued", fr)
+	}
+	bctx, events := startBrowser(t, browser)
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(h.url+"/")); err != nil {
+		t.Fatalf("opening the page: %v", err)
+	}
+	ps := waitPage(t, bctx, "Number(document.body.dataset.refreshes || 0) >= 1")
+	if !strings.Contains(ps.AuthBanner, "refuses our credentials (401): fix upload.write_key and reload") {
+		t.Errorf("auth banner %q, want it to say the collector refuses our credentials and what to fix", ps.AuthBanner)
+	}
+	if !strings.Contains(ps.Retry, "credentials refused (401)") {
+		t.Errorf("retry state %q, want it to say the credentials are refused", ps.Retry)
+	}
+	checkNumbers(t, ps, h.status())
 	for _, e := range events.list() {
 		t.Errorf("browser: %s", e)
 	}

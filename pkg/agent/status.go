@@ -17,6 +17,9 @@ type Status struct {
 	Upload UploadStatus `json:"upload"`
 	Retry  RetryStatus  `json:"retry"`
 	Store  StoreStatus  `json:"store"`
+	// AuthPause says whether delivery is paused because the destination refuses our
+	// credentials (upload.on_auth_failure: pause), and what to fix.
+	AuthPause AuthPauseStatus `json:"auth_pause"`
 	// Destination is the kind of destination the worker delivers to: "http" or "kafka".
 	Destination string `json:"destination,omitempty"`
 	Version     string `json:"version"`
@@ -50,9 +53,30 @@ type UploadStatus struct {
 
 // RetryStatus describes the retry state of the head batch.
 type RetryStatus struct {
-	Path         string     `json:"path"` // none | rate_limit | backoff
+	Path         string     `json:"path"` // none | rate_limit | backoff | auth (held on refused credentials)
 	Attempt      int        `json:"attempt"`
 	WaitingUntil *time.Time `json:"waiting_until,omitempty"`
+}
+
+// AuthPauseStatus describes a pause of delivery on refused credentials (a 401 or 403): the
+// queue is kept and the head batch is probed about once a minute until the destination
+// accepts us again. Only Paused is set when delivery is not paused.
+type AuthPauseStatus struct {
+	Paused    bool       `json:"paused"`
+	Since     *time.Time `json:"since,omitempty"`
+	Code      string     `json:"code,omitempty"` // the last refusal: "401", "403", a Kafka error name
+	Key       string     `json:"key,omitempty"`  // the configuration key to fix: upload.write_key, …
+	NextProbe *time.Time `json:"next_probe,omitempty"`
+	Message   string     `json:"message,omitempty"` // what to do, as the warn log says it
+}
+
+// authPauseStatus maps the client's pause on refused credentials onto its status.
+func authPauseStatus(a uploader.AuthPauseStats) AuthPauseStatus {
+	if !a.Paused {
+		return AuthPauseStatus{}
+	}
+	return AuthPauseStatus{Paused: true, Since: optTime(a.Since), Code: a.Code, Key: a.Key, NextProbe: optTime(a.NextProbe),
+		Message: a.Message}
 }
 
 // StoreStatus describes the bbolt file.
@@ -95,9 +119,10 @@ func statusFromStats(s uploader.Stats) Status {
 			InFlight:     s.Upload.InFlight,
 			Concurrency:  s.Upload.ConcurrencyLimit,
 		},
-		Retry:   RetryStatus{Path: path, Attempt: s.Retry.Attempt, WaitingUntil: optTime(s.Retry.WaitingUntil)},
-		Store:   StoreStatus{FileBytes: s.Store.FileBytes, Sync: s.Store.Sync},
-		Version: version.Version,
+		Retry:     RetryStatus{Path: path, Attempt: s.Retry.Attempt, WaitingUntil: optTime(s.Retry.WaitingUntil)},
+		Store:     StoreStatus{FileBytes: s.Store.FileBytes, Sync: s.Store.Sync},
+		AuthPause: authPauseStatus(s.AuthPause),
+		Version:   version.Version,
 	}
 }
 
@@ -113,6 +138,15 @@ func gaugesFromStats(s uploader.Stats) gaugeValues {
 		fileBytes:     float64(s.Store.FileBytes),
 		lastSuccess:   s.Upload.LastSuccess,
 		inFlight:      float64(s.Upload.InFlight),
+		authPaused:    boolGauge(s.AuthPause.Paused),
 		limit:         float64(s.Upload.ConcurrencyLimit),
 	}
+}
+
+// boolGauge is 1 for true, 0 for false.
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

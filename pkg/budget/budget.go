@@ -74,3 +74,18 @@ func (b *Budget) Reset() {
 	b.backoff.Reset()
 	b.rate.Reset()
 }
+
+// Postpone moves the start of the open episodes (counted backoff, rate limit) d later: d was
+// spent held by something that is not the batch's failure (a pause on refused credentials), so
+// it does not count against retry.max_total_backoff nor retry.max_rate_limit_duration.
+func (b *Budget) Postpone(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if !b.backoff.start.IsZero() {
+		b.backoff.start = b.backoff.start.Add(d)
+	}
+	if !b.rate.start.IsZero() {
+		b.rate.start = b.rate.start.Add(d)
+	}
+}

@@ -141,3 +141,26 @@ func TestBudget_ZeroMaxRetriesNeverRetries(t *testing.T) {
 		t.Fatalf("rate-limited with max_retries 0: %s, %v; want 1s (the count is not involved)", d, err)
 	}
 }
+
+func TestBudget_Postpone_KeepsTimeHeldOffTheTotalBounds(t *testing.T) {
+	cfg := budget.DefaultConfig()
+	cfg.MaxTotalBackoff = time.Hour
+	clk := budgettest.New(time.Time{})
+	b := budget.New(cfg, clk, func() float64 { return 0 })
+	if _, err := b.Failed(); err != nil { // the episode starts
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Hour) // held two hours by something that is not the batch's failure
+	b.Postpone(2 * time.Hour)
+	if _, err := b.Failed(); err != nil {
+		t.Errorf("Failed after a postponed hold = %v, want a wait: the hold is not charged", err)
+	}
+	if st := b.State(); st.BackoffStart != budgettest.Epoch.Add(2*time.Hour) || st.Attempts != 2 {
+		t.Errorf("state = %+v, want the start moved by the hold and both attempts counted", st)
+	}
+	b.Reset()
+	b.Postpone(time.Hour) // no episode open: nothing to move
+	if st := b.State(); !st.BackoffStart.IsZero() || !st.RateLimitStart.IsZero() {
+		t.Errorf("Postpone opened an episode: %+v", st)
+	}
+}

@@ -61,13 +61,13 @@ const (
 	sevRetryable = iota + 1 // the budgets decide
 	sevRejected             // no retry helps: dead letter
 	sevTooLarge             // splitting helps
-	sevConfig               // nothing was sent because of our configuration
+	sevAuth                 // the cluster refused our credentials or did not authorize them
 )
 
 func severity(err error) int {
 	switch {
-	case isAuthError(err):
-		return sevConfig
+	case isAuthError(err), isAuthorizationError(err):
+		return sevAuth
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
 		return sevTooLarge
 	}
@@ -82,6 +82,13 @@ func severity(err error) int {
 func isAuthError(err error) bool {
 	return errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) ||
 		errors.Is(err, kerr.IllegalSaslState)
+}
+
+// isAuthorizationError reports that the cluster does not let our principal produce (its
+// ACLs): as a 403, a statement about our credentials, not about the records.
+func isAuthorizationError(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }
 
 // throttle records that the cluster asked us to wait interval, keeping the longest.
@@ -103,17 +110,23 @@ func (st *attemptState) refused(err error) {
 	})
 }
 
-// authOutcome is the outcome of an attempt whose credentials the cluster refused: our
-// configuration, not the batch's fault, so nothing is dead-lettered and no budget is spent.
+// authOutcome is the outcome of an attempt whose credentials the cluster refused (SASL) or
+// did not authorize (ACLs): ClassAuthRefused, as the HTTP destination's 401 and 403, so the
+// uploader pauses delivery with the batch queued and probes until the cluster lets us in
+// (upload.on_auth_failure). The *uploader.ConfigError names the key to fix.
 func authOutcome(err error, written bool) uploader.Outcome {
 	code := kerrName(err)
 	if code == "" {
 		code = "sasl_refused" // the broker hung up instead of answering with an error code
 	}
+	why := fmt.Errorf("the cluster refused our SASL credentials (%w); check upload.kafka.sasl.mechanism, username and password", err)
+	if isAuthorizationError(err) {
+		why = fmt.Errorf("the cluster does not authorize our principal to produce (%w); grant it the ACL or fix upload.kafka.sasl", err)
+	}
 	return uploader.Outcome{
-		Class: uploader.ClassAborted, Code: code, Written: written,
-		Err: &uploader.ConfigError{Key: "upload.kafka.sasl", Err: fmt.Errorf(
-			"the cluster refused our SASL credentials (%w); check upload.kafka.sasl.mechanism, username and password", err)},
+		Class: uploader.ClassAuthRefused, Code: code, Written: written,
+		Err:    &uploader.ConfigError{Key: "upload.kafka.sasl", Err: why},
+		Detail: []byte(why.Error()),
 	}
 }
 
@@ -129,7 +142,7 @@ func (st *attemptState) outcome() uploader.Outcome {
 	}
 	o.Err = err
 	switch st.worst {
-	case sevConfig:
+	case sevAuth:
 		return authOutcome(err, o.Written)
 	case sevTooLarge:
 		o.Class, o.Code = uploader.ClassTooLarge, kerrName(err)

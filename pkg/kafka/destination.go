@@ -45,8 +45,7 @@ type Destination struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	lastAbort atomic.Pointer[string] // the last configuration error logged, to log each once
-	authErr   atomic.Pointer[error]  // the cluster's refusal of our credentials, until a login works
+	authErr atomic.Pointer[error] // the cluster's refusal of our credentials, until a login works
 }
 
 // refused records that a connection failed SASL authentication and ends the attempt in
@@ -227,7 +226,6 @@ func (d *Destination) Send(ctx context.Context, b uploader.Batch) uploader.Outco
 	case <-st.authFail:
 		o := authOutcome(st.authErr, st.written.Load())
 		o.Bytes = size
-		d.logAbort(o.Err)
 		return o
 	case <-ctx.Done():
 		o := cutShort(ctx, st)
@@ -236,25 +234,7 @@ func (d *Destination) Send(ctx context.Context, b uploader.Batch) uploader.Outco
 	}
 	o := st.outcome()
 	o.Bytes = size
-	o = d.orRefused(o)
-	if o.Class == uploader.ClassAborted && ctx.Err() == nil {
-		d.logAbort(o.Err)
-	} else if o.Class == uploader.ClassSuccess {
-		d.lastAbort.Store(nil)
-	}
-	return o
-}
-
-// logAbort logs a configuration failure (a wrong SASL password) at error, once until it
-// changes or a batch gets through: the worker retries it every batch.interval without
-// spending budget, and the log should say why without repeating itself.
-func (d *Destination) logAbort(err error) {
-	msg := err.Error()
-	if p := d.lastAbort.Load(); p != nil && *p == msg {
-		return
-	}
-	d.lastAbort.Store(&msg)
-	d.log.Error("kafka refuses our credentials; batches stay queued (nothing is dead-lettered) until the configuration is fixed", "error", msg)
+	return d.orRefused(o)
 }
 
 // Close closes the producer. Records still buffered (abandoned attempts) fail; their batches

@@ -16,11 +16,13 @@
 //	the same while the cluster throttles us            rate-limited, waiting the throttle time
 //	MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE           too large: the worker splits the batch
 //	                                                   (a single event is dead-lettered)
-//	SASL authentication failure                        aborted: our configuration, not the
-//	                                                   batch's fault; no budget is spent, nothing
-//	                                                   is dead-lettered, the batch stays queued
-//	                                                   and the error says why
-//	authorization and other non-retriable errors       rejected: dead-lettered with the error's
+//	SASL authentication failure, and authorization     auth refused, as an HTTP 401/403: our
+//	(TOPIC_/CLUSTER_/TRANSACTIONAL_ID_AUTHORIZATION_   credentials, not the batch; delivery
+//	FAILED)                                            pauses with the batch queued, the head
+//	                                                   batch is probed about once a minute, no
+//	                                                   budget is spent (upload.on_auth_failure:
+//	                                                   dead_letter dead-letters it instead)
+//	other non-retriable errors                         rejected: dead-lettered with the error's
 //	                                                   name (replayable)
 //
 // kgo retries a retriable error a few times inside one attempt (a leader election is over in

@@ -107,7 +107,7 @@ func TestSend_RetriableError_IsRetryableWithItsName_ThenDelivered(t *testing.T) 
 }
 
 func TestSend_NonRetriableError_IsRejectedWithItsName(t *testing.T) {
-	for _, e := range []*kerr.Error{kerr.TopicAuthorizationFailed, kerr.InvalidRecord, kerr.UnknownServerError} {
+	for _, e := range []*kerr.Error{kerr.InvalidRecord, kerr.UnknownServerError} {
 		t.Run(e.Message, func(t *testing.T) {
 			c := startCluster(t)
 			d := newDest(t, c, kafka.Config{})
@@ -117,6 +117,23 @@ func TestSend_NonRetriableError_IsRejectedWithItsName(t *testing.T) {
 			mustClass(t, o, uploader.ClassRejected)
 			if o.Code != e.Message || !strings.Contains(string(o.Detail), e.Message) {
 				t.Fatalf("code %q detail %q, want both to name %s", o.Code, o.Detail, e.Message)
+			}
+		})
+	}
+}
+
+func TestSend_NotAuthorized_IsAuthRefusedNamingTheKey(t *testing.T) {
+	for _, e := range []*kerr.Error{kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed} {
+		t.Run(e.Message, func(t *testing.T) {
+			c := startCluster(t)
+			d := newDest(t, c, kafka.Config{})
+			c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: e, Count: -1})
+			evs, _ := trackEvents("authz", 20)
+			o := send(t, d, evs)
+			mustClass(t, o, uploader.ClassAuthRefused)
+			var ce *uploader.ConfigError
+			if o.Code != e.Message || !errors.As(o.Err, &ce) || ce.Key != "upload.kafka.sasl" || !errors.Is(o.Err, e) {
+				t.Fatalf("code %q err %v, want %s as a *uploader.ConfigError on upload.kafka.sasl", o.Code, o.Err, e.Message)
 			}
 		})
 	}
@@ -142,7 +159,7 @@ func TestSend_OverTheClusterSizeLimit_IsTooLarge_HalvesFit(t *testing.T) {
 	mustClass(t, o, uploader.ClassTooLarge)
 }
 
-func TestSend_WrongSASLPassword_AbortsWithAConfigError_NothingToDeadLetter(t *testing.T) {
+func TestSend_WrongSASLPassword_IsAuthRefusedWithAConfigError_NothingToDeadLetter(t *testing.T) {
 	tests := []struct {
 		name, mechanism, kfakeMechanism string
 		refuseLikeKafka                 bool // answer SASL_AUTHENTICATION_FAILED, as Kafka brokers do
@@ -172,7 +189,7 @@ func TestSend_WrongSASLPassword_AbortsWithAConfigError_NothingToDeadLetter(t *te
 			evs, _ := trackEvents("sasl", 5)
 			begin := time.Now()
 			o := send(t, d, evs)
-			mustClass(t, o, uploader.ClassAborted)
+			mustClass(t, o, uploader.ClassAuthRefused)
 			if took := time.Since(begin); took > 5*time.Second {
 				t.Errorf("a refused login took %s to report", took)
 			}

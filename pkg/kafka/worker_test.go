@@ -146,13 +146,13 @@ func TestWorker_RetriesSpent_DeadLettersWithTheKafkaErrorName(t *testing.T) {
 
 func TestWorker_NonRetriableError_DeadLettersWithItsName_ReplayDelivers(t *testing.T) {
 	c := startCluster(t)
-	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.TopicAuthorizationFailed, Count: -1})
+	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.InvalidRecord, Count: -1})
 	cl := openClient(t, fastDest(t, c, kafka.Config{}), nil)
-	ids := enqueueTracks(t, cl, "wauth", 8, 10)
+	ids := enqueueTracks(t, cl, "wrej", 8, 10)
 	drain(t, cl)
-	dead := assertOneDeadLetter(t, cl, 8, "TOPIC_AUTHORIZATION_FAILED")
+	dead := assertOneDeadLetter(t, cl, 8, "INVALID_RECORD")
 
-	fault.Remove() // the ACL is fixed: the dead letter replays
+	fault.Remove() // the cause is fixed: the dead letter replays
 	if n, err := cl.DeadLetters().Replay(context.Background(), dead.ID); err != nil || n != len(ids) {
 		t.Fatalf("Replay = %d, %v", n, err)
 	}
@@ -175,19 +175,47 @@ func TestWorker_BatchOverTheSizeLimit_IsSplit_ASingleHugeEventIsDeadLettered(t *
 	assertOneDeadLetter(t, cl, 1, "MESSAGE_TOO_LARGE")
 }
 
+func TestWorker_NotAuthorized_PausesDelivery_NothingDeadLettered_ResumesWhenAuthorized(t *testing.T) {
+	c := startCluster(t)
+	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.TopicAuthorizationFailed, Count: -1})
+	clk := budgettest.New(time.Time{})
+	cl := openClient(t, fastDest(t, c, kafka.Config{}), nil, uploader.WithClock(clk))
+	ids := enqueueTracks(t, cl, "wauth", 8, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.Flush(ctx); !errors.Is(err, uploader.ErrAuthRefused) || !strings.Contains(err.Error(), "upload.kafka.sasl") {
+		t.Fatalf("Flush = %v, want delivery paused naming upload.kafka.sasl", err)
+	}
+	if st := cl.Stats(); st.Counters.EventsDead != 0 || st.Queue.Events != 8 || st.AuthPause.Code != "TOPIC_AUTHORIZATION_FAILED" {
+		t.Fatalf("dead %d, queued %d, pause %+v; want nothing dead, all queued, paused on TOPIC_AUTHORIZATION_FAILED",
+			st.Counters.EventsDead, st.Queue.Events, st.AuthPause)
+	}
+	if err := clk.BlockUntil(ctx, 1); err != nil { // the head waits for its probe
+		t.Fatal(err)
+	}
+	fault.Remove() // the ACL is granted: the next probe resumes delivery
+	clk.Advance(time.Minute)
+	for cl.Stats().AuthPause.Paused {
+		if ctx.Err() != nil {
+			t.Fatal("the probe after the fix did not resume delivery")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	drain(t, cl)
+	consumedIDs(t, c, ids)
+}
+
 func TestWorker_WrongSASLPassword_NothingDeadLettered_FlushSaysWhy(t *testing.T) {
 	c := startCluster(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "outbox", "right-password"))
 	d := newDest(t, c, kafka.Config{SASL: kafka.SASLConfig{Mechanism: kafka.SASLScramSHA512, Username: "outbox", Password: "wrong-password"}})
-	// The real clock: a refusal spends no budget, and the worker's pause (batch.interval)
-	// must last long enough for Flush to see it.
-	cl := openClient(t, d, func(cfg *uploader.Config) { cfg.Batch.Interval = 300 * time.Millisecond }, uploader.WithClock(budget.System))
+	// The real clock: a refusal spends no budget, and the pause lasts a probe period.
+	cl := openClient(t, d, nil, uploader.WithClock(budget.System))
 	enqueueTracks(t, cl, "wsasl", 10, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := cl.Flush(ctx)
-	var ce *uploader.ConfigError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "SASL") || strings.Contains(err.Error(), "wrong-password") {
-		t.Fatalf("Flush = %v; want a *uploader.ConfigError that says SASL, without the password", err)
+	if !errors.Is(err, uploader.ErrAuthRefused) || !strings.Contains(err.Error(), "upload.kafka.sasl") || strings.Contains(err.Error(), "wrong-password") {
+		t.Fatalf("Flush = %v; want delivery paused naming upload.kafka.sasl, without the password", err)
 	}
 	st := cl.Stats()
 	if st.Counters.EventsDead != 0 || st.Queue.Events != 10 || st.Counters.RetriesBackoff != 0 {

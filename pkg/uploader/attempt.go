@@ -18,6 +18,7 @@ const (
 	nextPause          // a failure that spends no budget: pause, then try again
 	nextRestart        // the previous batch's ack failed: pause, then start again from the head
 	nextStop           // the worker must exit (Close's deadline)
+	nextRefused        // our credentials were refused: the gate holds the batch until a probe
 )
 
 // next is what follows one attempt.
@@ -60,6 +61,9 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	}
 	o = o.normalized()
 	w.observeAttempt(o, took)
+	if o.Class == ClassSuccess {
+		w.resumed()
+	}
 	// A success only adds its ack to those committing; any other outcome may write b's retry
 	// state, dead-letter it or split it, which needs b to be the head: every earlier ack first.
 	var ackErr error
@@ -123,6 +127,11 @@ func (w *worker) route(t *tried) next {
 			return next{kind: nextSplit}
 		}
 		return w.dead(t, fmt.Sprintf("too large: %s", t.o.describe()))
+	case ClassAuthRefused:
+		if w.settings().onAuth != OnAuthFailureDeadLetter {
+			return w.refused(t)
+		}
+		return w.dead(t, fmt.Sprintf("rejected: %s", t.o.describe()))
 	default: // rejected
 		if split && n > 1 && (t.o.Status == 400 || t.o.Status == 422) {
 			w.log.Info("batch rejected; splitting to isolate bad events", "events", n, "status", t.o.Status)
@@ -219,8 +228,11 @@ func (w *worker) recordResult(code string, ok bool) {
 
 // pathOf is the retry path that follows an attempt, for AttemptInfo.
 func pathOf(n next) string {
-	if n.kind == nextWait {
+	switch n.kind {
+	case nextWait:
 		return n.path
+	case nextRefused:
+		return PathAuth
 	}
 	return PathNone
 }

@@ -32,6 +32,12 @@ const (
 	// request could not be made because of us (a *HookError, a *ConfigError). Outcome.Err is that
 	// error, as itself. No budget is spent and the batch stays queued.
 	ClassAborted
+	// ClassAuthRefused: the destination refused our credentials (401, 403; a Kafka SASL or
+	// authorization failure): our configuration, not the events. With upload.on_auth_failure:
+	// pause (the default) delivery pauses with the batch queued and the head batch is probed
+	// until the destination accepts us again, spending no budget; with dead_letter the batch
+	// takes the rejected way.
+	ClassAuthRefused
 )
 
 var classNames = [...]string{
@@ -41,6 +47,7 @@ var classNames = [...]string{
 	ClassTooLarge:    "too_large",
 	ClassRejected:    "rejected",
 	ClassAborted:     "aborted",
+	ClassAuthRefused: "auth_refused",
 }
 
 // String returns the lower_snake name, fit for a metric label or a log field ("rate_limited").
@@ -87,6 +94,7 @@ var _ ClassifyFunc = Classify
 //	IsRetryableStatus and a usable Retry-After                  → ClassRateLimited
 //	IsRetryableStatus otherwise                                 → ClassRetryable
 //	413                                                         → ClassTooLarge
+//	401, 403                                                    → ClassAuthRefused
 //	anything else (1xx, 3xx, other 4xx and 5xx)                 → ClassRejected
 //
 // A response together with an error (http.Client's CheckRedirect failure) is classified by its
@@ -117,6 +125,8 @@ func Classify(resp *http.Response, err error, now time.Time) Outcome {
 		}
 	case code == http.StatusRequestEntityTooLarge:
 		o.Class = ClassTooLarge
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		o.Class = ClassAuthRefused
 	default:
 		o.Class = ClassRejected
 	}
@@ -151,7 +161,7 @@ func (o Outcome) normalized() Outcome {
 	if o.Class == ClassRetryable && o.Status == 0 && o.NetError == "" && o.Code == "" {
 		o.NetError = MaybeSent
 	}
-	if o.Class < ClassSuccess || o.Class > ClassAborted {
+	if o.Class < ClassSuccess || o.Class > ClassAuthRefused {
 		o.Class = ClassRejected
 	}
 	return o

@@ -72,6 +72,8 @@ func TestClassify_EveryStatus(t *testing.T) {
 				want = uploader.ClassRetryable
 			case code == 413:
 				want = uploader.ClassTooLarge
+			case code == 401 || code == 403:
+				want = uploader.ClassAuthRefused
 			}
 			o := uploader.Classify(response(code, h.value), nil, now)
 			if o.Class != want || o.Status != code || o.NetError != "" || o.Err != nil {

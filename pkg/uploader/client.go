@@ -94,11 +94,12 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	}
 	c.w.live.Store(newSettings(cfg))
 	c.w.prep, _ = dest.(preparer)
-	// The gate exists whenever the destination takes several batches at once, so that a
-	// Reconfigure of upload.concurrency can move between one and several in flight.
-	if bound := destinationBound(dest); bound != 1 {
-		c.w.gate = newGate(cfg.Upload, bound, o.clock)
-	}
+	// The gate exists always: it admits every attempt, so that a Reconfigure of
+	// upload.concurrency can move between one and several in flight, and it holds the one
+	// batch of the FIFO loop too while our credentials are refused.
+	bound := destinationBound(dest)
+	c.w.oneAtATime = bound == 1
+	c.w.gate = newGate(cfg.Upload, bound, o.clock)
 	c.w.start()
 	return c, nil
 }
@@ -181,7 +182,8 @@ func withIndex(err error, i int) error {
 // to upload now, ignoring batch.interval, and waits. It returns nil when the queue is empty,
 // ctx's error when ctx ends first, a *WaitingError when the worker waits on a retry budget
 // (with several batches in flight, once every one of them waits; the queue will not empty
-// before its Until), the *HookError or *ConfigError that keeps the head batch from being sent, or errs.ErrClosed after Close.
+// before its Until), the *HookError or *ConfigError that keeps the head batch from being sent,
+// an *AuthPausedError while the destination refuses our credentials, or errs.ErrClosed after Close.
 func (c *Client) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	closed := c.closed
@@ -197,7 +199,10 @@ func (c *Client) Flush(ctx context.Context) error {
 	c.w.signal()
 	for {
 		st, ch, _ := c.board.read()
+		auth := c.authPause()
 		switch {
+		case auth.Paused:
+			return &AuthPausedError{AuthPauseStats: auth}
 		case st.Path != PathNone && (c.w.serial() || st.Waiting >= st.InFlight):
 			// With several batches in flight, only once every one of them waits: until
 			// then the others are still delivering.

@@ -37,6 +37,16 @@ const (
 	DefaultDeadMaxBytes    = queue.DefaultDeadMaxBytes
 	DefaultConcurrency     = "auto"
 	DefaultMaxConcurrency  = 32
+	DefaultOnAuthFailure   = OnAuthFailurePause
+)
+
+// The values of upload.on_auth_failure: what a refusal of our credentials (401, 403) does.
+const (
+	// OnAuthFailurePause pauses delivery with the batch queued and probes the head batch
+	// about once a minute (and at once after a reload) until the destination accepts us.
+	OnAuthFailurePause = "pause"
+	// OnAuthFailureDeadLetter dead-letters the refused batch, as any other rejection.
+	OnAuthFailureDeadLetter = "dead_letter"
 )
 
 // Config is the client's configuration. Each section and field maps 1:1 onto a configuration key
@@ -79,6 +89,9 @@ type UploadConfig struct {
 	Concurrency string `mapstructure:"concurrency"`
 	// MaxConcurrency bounds auto's limit. 0 → 32.
 	MaxConcurrency int `mapstructure:"max_concurrency"`
+	// OnAuthFailure is what a refusal of our credentials does: OnAuthFailurePause or
+	// OnAuthFailureDeadLetter. "" → pause.
+	OnAuthFailure string `mapstructure:"on_auth_failure"`
 }
 
 // fixedConcurrency is upload.concurrency as a number, 0 for auto (or an invalid value, which
@@ -142,6 +155,7 @@ func (c Config) withDefaults() Config {
 	setStr(&c.Upload.Endpoint, DefaultEndpoint)
 	setStr(&c.Upload.Format, DefaultFormat)
 	setStr(&c.Upload.Concurrency, DefaultConcurrency)
+	setStr(&c.Upload.OnAuthFailure, DefaultOnAuthFailure)
 	if c.Upload.MaxConcurrency == 0 {
 		c.Upload.MaxConcurrency = DefaultMaxConcurrency
 	}
@@ -204,6 +218,9 @@ func (c Config) Validate() error {
 	}
 	if c.Upload.Concurrency != DefaultConcurrency && c.Upload.fixedConcurrency() == 0 {
 		bad("upload.concurrency", fmt.Sprintf("%q", c.Upload.Concurrency), "must be auto or a whole number of batches in flight, at least 1")
+	}
+	if a := c.Upload.OnAuthFailure; a != OnAuthFailurePause && a != OnAuthFailureDeadLetter {
+		bad("upload.on_auth_failure", fmt.Sprintf("%q", a), "must be pause or dead_letter")
 	}
 	if c.Upload.MaxConcurrency < 0 || c.Upload.MaxConcurrency > 1024 {
 		bad("upload.max_concurrency", c.Upload.MaxConcurrency, "must be between 1 and 1024")

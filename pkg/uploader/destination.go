@@ -16,6 +16,9 @@ import "context"
 //	                  of the HTTP destination, to isolate the bad events)
 //	ClassAborted      nothing was sent because of us (a request hook, our configuration):
 //	                  no budget is spent and the batch stays queued
+//	ClassAuthRefused  the destination refused our credentials: delivery pauses, the batch
+//	                  stays queued and the head batch is probed about once a minute
+//	                  (upload.on_auth_failure: dead_letter takes the rejected way instead)
 //
 // The HTTP destination, to a Segment-compatible collector, is built in (the default). Others
 // live in their own packages (pkg/kafka) and are passed to Open with WithDestination, so an

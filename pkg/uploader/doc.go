@@ -50,6 +50,7 @@
 //	                          │  ├─retryable status / network ───► counted wait ───┤  │
 //	                          │  │        (either budget spent ──► dead letter)    │  │
 //	                          │  ├─413, or 400/422 on >1 event ──► split in half ──┤  │
+//	                          │  ├─401/403 (auth refused) ───────► probe wait ─────┤  │
 //	                          │  └─other rejection ──────────────► dead letter     │  │
 //	                          ◄───────────────────────── next attempt ◄────────────┘  │
 //	idle ◄──── (next batch not due) ◄──── next batch, prepared while this one was sent ┘
@@ -112,6 +113,14 @@
 // it spends no budget, the batch stays queued, Flush reports it, and the worker tries again
 // after batch.interval.
 //
+// A 401 or 403 (ClassAuthRefused) says our credentials are wrong, not the events. With
+// upload.on_auth_failure: pause (the default) delivery pauses (authpause.go): no new attempt of
+// any batch starts, the batches stay queued with their budgets untouched (no retry counted, no
+// X-Retry-Count), and the head batch alone is tried again once a minute until one is accepted,
+// which resumes everything. Stats().AuthPause says so, Flush returns an *AuthPausedError
+// (ErrAuthRefused), and a warn line names the key to fix. With dead_letter the batch is
+// dead-lettered as any rejection.
+//
 // # Reconfigure
 //
 // Reconfigure changes batch.*, retry.*, upload.write_key, upload.headers, upload.timeout,
@@ -122,7 +131,8 @@
 // leased; the FIFO loop drops the batch it leased ahead and leases again from the head with the
 // new settings. A change of upload.concurrency between 1 and more moves the worker between the
 // FIFO loop and the dispatcher once the batches in flight have finished (the gate exists for
-// every destination that takes several batches, so both are always at hand).
+// every destination, so both are always at hand). A Reconfigure that changes upload.write_key
+// or upload.headers ends the wait of a pause on refused credentials: the head is probed at once.
 //
 // Every wait (interval, retry, pause) is one budget.Sleep on the injected clock, which Close cuts
 // short. Logs: one info line per batch outcome, one warn line per retry (path, attempt, wait,

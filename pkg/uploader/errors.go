@@ -1,6 +1,7 @@
 package uploader
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -78,3 +79,19 @@ func trimSnippet(b []byte, n int) string {
 	}
 	return string(out)
 }
+
+// AuthPausedError is returned by Flush while delivery is paused because the destination
+// refuses our credentials (upload.on_auth_failure: pause): the queue will not empty until the
+// credentials are fixed. errors.Is(err, ErrAuthRefused) matches it.
+type AuthPausedError struct{ AuthPauseStats }
+
+// Error says that delivery is paused, why, and what to fix.
+func (e *AuthPausedError) Error() string {
+	return fmt.Sprintf("uploader: delivery paused since %s: %s", e.Since.UTC().Format(time.RFC3339), e.Message)
+}
+
+// Is matches ErrAuthRefused.
+func (e *AuthPausedError) Is(target error) bool { return target == ErrAuthRefused }
+
+// ErrAuthRefused matches an *AuthPausedError.
+var ErrAuthRefused = errors.New("uploader: the destination refuses our credentials")

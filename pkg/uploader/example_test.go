@@ -111,8 +111,8 @@ func ExampleClient_EnqueueAsync() {
 // ExampleClient_DeadLetters lists, replays and purges the batches the collector rejected for
 // good, then inspects the data directory offline once the client is closed.
 func ExampleClient_DeadLetters() {
-	// The collector rejects the first batch for good (401), then accepts.
-	faults, err := sink.ParseFaults("401,200")
+	// The collector rejects the first batch for good (400 on its one event), then accepts.
+	faults, err := sink.ParseFaults("400,200")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func ExampleClient_DeadLetters() {
 	st := off.Stats()
 	fmt.Println("queued:", st.Queue.Events, "dead:", st.Dead.Batches)
 	// Output:
-	// dead batches: 1 status 401
+	// dead batches: 1 status 400
 	// replayed events: 1 delivered: 1
 	// queued: 0 dead: 0
 }

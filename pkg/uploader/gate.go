@@ -19,9 +19,14 @@ import (
 // other), and no usable Retry-After is running: a Retry-After is about this client, so it
 // pauses every new attempt, of every batch, until the latest such deadline. During an outage
 // (limiter.outage) one lease attempts, the first ready to, until a success or until it leaves
-// flight, so an outage costs what one batch in flight costs. The limit is fixed (upload.concurrency: N) or the limiter's (auto),
+// flight, so an outage costs what one batch in flight costs. The limit is fixed
+// (upload.concurrency: N) or the limiter's (auto),
 // and never above the destination's own bound; at most that many batches (auto: at most
-// upload.max_concurrency) are leased at once.
+// upload.max_concurrency) are leased at once. While the destination refuses our credentials
+// (authpause.go) the only attempt is the head lease's probe, once per probe period.
+//
+// With one batch at a time (upload.concurrency: 1) the gate holds no leases: it is only the
+// client-wide pause on refused credentials, which the worker's one batch passes as the head.
 type gate struct {
 	mu      sync.Mutex
 	fixed   int             // upload.concurrency as a number; 0 for auto (setFixed changes it)
@@ -32,6 +37,7 @@ type gate struct {
 	probe   uint64          // during an outage, the one lease that attempts; 0 for none yet
 	seq     uint64
 	until   time.Time     // no attempt starts before it (Retry-After)
+	auth    authState     // a pause on refused credentials (authpause.go)
 	changed chan struct{} // closed and replaced on every change
 	clock   budget.Clock
 }
@@ -170,12 +176,24 @@ func (g *gate) notifyLocked() {
 	g.changed = make(chan struct{})
 }
 
-// state returns how long l must still wait for a Retry-After (0: none), whether its rank
-// lets it start, and the channel closed at the gate's next change.
-func (g *gate) state(l *lease) (pause time.Duration, admitted bool, changed <-chan struct{}) {
+// state returns how long l must still wait for a Retry-After or the next probe of refused
+// credentials (0: none), whether its rank lets it start, whether the credentials are refused,
+// and the channel closed at the gate's next change. A nil l is the one batch of a worker
+// with one batch at a time.
+func (g *gate) state(l *lease) (pause time.Duration, admitted, refused bool, changed <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	pause = max(g.until.Sub(g.clock.Now()), 0)
+	now := g.clock.Now()
+	pause = max(g.until.Sub(now), 0)
+	if g.auth.on {
+		if l != nil && (len(g.live) == 0 || g.live[0] != l.seq) {
+			return 0, false, true, g.changed // only the head probes
+		}
+		return max(pause, g.auth.probeAt.Sub(now)), true, true, g.changed
+	}
+	if l == nil {
+		return pause, true, false, g.changed
+	}
 	if g.fixed == 0 && g.lim.outage() {
 		// One batch probes: the first that is ready to, and then only it until a success or
 		// until it leaves flight, so its own backoff paces the probes as with one batch in
@@ -183,7 +201,7 @@ func (g *gate) state(l *lease) (pause time.Duration, admitted bool, changed <-ch
 		if g.probe == 0 && !g.waiting[l.seq] {
 			g.probe = l.seq
 		}
-		return pause, g.probe == l.seq, g.changed
+		return pause, g.probe == l.seq, false, g.changed
 	}
 	g.probe = 0
 	rank := 0
@@ -195,7 +213,7 @@ func (g *gate) state(l *lease) (pause time.Duration, admitted bool, changed <-ch
 			rank++
 		}
 	}
-	return pause, rank < g.limitLocked(), g.changed
+	return pause, rank < g.limitLocked(), false, g.changed
 }
 
 // next returns the channel closed at the gate's next change.
@@ -206,36 +224,54 @@ func (g *gate) next() <-chan struct{} {
 }
 
 // admit waits until l may start an attempt (see gate). It returns false when the worker must
-// stop: Close's deadline passed, or after Close a Retry-After pause that ends after it. The
-// waiting spends no retry budget.
-func (w *worker) admit(l *lease) bool {
+// stop: Close's deadline passed, or after Close a pause that ends after it. The waiting spends
+// no retry budget; held is how long l was held because our credentials were refused, which
+// the caller keeps off the batch's budget clocks.
+func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
+	var heldSince time.Time
+	defer func() {
+		if !heldSince.IsZero() {
+			held = w.clock.Now().Sub(heldSince)
+		}
+	}()
 	for {
-		pause, admitted, changed := w.gate.state(l)
+		pause, admitted, refused, changed := w.gate.state(l)
+		if refused && heldSince.IsZero() {
+			heldSince = w.clock.Now()
+		}
+		path := PathRateLimit
+		if refused {
+			path = PathAuth
+		}
 		switch {
 		case w.runCtx.Err() != nil:
-			return false
+			return 0, false
 		case pause > 0:
-			if !w.pauseWait(pause, changed) {
-				return false
+			if !w.pauseWait(pause, path, changed) {
+				return 0, false
 			}
 		case admitted:
-			return true
+			return 0, true
+		case refused && w.stopping():
+			return 0, false // only the head probes, and Close does not wait for the next probe
 		default:
 			select {
 			case <-changed:
 			case <-w.runCtx.Done():
-				return false
+				return 0, false
 			}
 		}
 	}
 }
 
-// pauseWait waits out a client-wide Retry-After pause (or until the gate changes). After
+// pauseWait waits out a client-wide pause (or until the gate changes): a Retry-After
+// (PathRateLimit) or the time to the next probe of refused credentials (PathAuth). After
 // Close it waits only when the pause ends before Close's deadline.
-func (w *worker) pauseWait(d time.Duration, changed <-chan struct{}) bool {
+func (w *worker) pauseWait(d time.Duration, path string, changed <-chan struct{}) bool {
 	if w.stopping() {
-		if dl, ok := w.closeCtx.Deadline(); ok && w.clock.Now().Add(d).After(dl) {
-			w.log.Info("Retry-After pause not over before the close deadline; batch left on disk", "wait_left", d.String())
+		// Context deadlines are real time, whatever the clock (as budget.Sleep compares them).
+		if dl, ok := w.closeCtx.Deadline(); ok && d > time.Until(dl) {
+			w.log.Info("client-wide pause not over before the close deadline; batch left on disk", "path", path, "wait_left", d.String())
 			return false
 		}
 	}
@@ -243,12 +279,12 @@ func (w *worker) pauseWait(d time.Duration, changed <-chan struct{}) bool {
 	w.board.set(func(s *workerState) {
 		s.Waiting++
 		if s.Path == PathNone {
-			s.Path, s.WaitingUntil, s.WaitErr = PathRateLimit, until, nil
+			s.Path, s.WaitingUntil, s.WaitErr = path, until, nil
 		}
 	})
 	defer w.board.set(func(s *workerState) {
 		s.Waiting--
-		if s.Path == PathRateLimit && s.WaitingUntil.Equal(until) {
+		if s.Path == path && s.WaitingUntil.Equal(until) {
 			s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil
 		}
 	})

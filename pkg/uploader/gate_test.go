@@ -19,7 +19,7 @@ func TestGate_OutageProbesWithTheFirstReadyLeaseOnly(t *testing.T) {
 	if !g.lim.outage() {
 		t.Fatal("16 failures in a row at limit 1..32 are not an outage")
 	}
-	admitted := func(l *lease) bool { _, ok, _ := g.state(l); return ok }
+	admitted := func(l *lease) bool { _, ok, _, _ := g.state(l); return ok }
 	if admitted(oldest) {
 		t.Fatal("the waiting oldest lease was admitted")
 	}
@@ -68,5 +68,44 @@ func TestGate_NoNewLeaseWhileAFailureIsUnansweredByASuccess(t *testing.T) {
 	g.observe(answerGood, time.Millisecond)
 	if !g.room() {
 		t.Fatal("no new lease after a success")
+	}
+}
+
+// While our credentials are refused, the head lease alone probes, once a probe period (at
+// once after probeNow); the others wait unsent; resuming admits every lease again.
+func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
+	clk := budgettest.New(time.Unix(0, 0))
+	g := newGate(UploadConfig{Concurrency: "4"}, 0, clk)
+	head, other := g.add(nil), g.add(nil)
+	if began, warn := g.refuse("401", "upload.write_key"); !began || !warn {
+		t.Fatalf("first refusal: began %v warn %v, want both", began, warn)
+	}
+	if _, warn := g.refuse("401", "upload.write_key"); warn {
+		t.Error("a second refusal in the same probe period warned again")
+	}
+	if pause, ok, refused, _ := g.state(head); !ok || !refused || pause != authProbeInterval {
+		t.Errorf("head: pause %s admitted %v refused %v, want a probe in %s", pause, ok, refused, authProbeInterval)
+	}
+	if pause, ok, refused, _ := g.state(other); ok || !refused || pause != 0 {
+		t.Errorf("other lease: pause %s admitted %v refused %v, want held without a timer", pause, ok, refused)
+	}
+	if pause, ok, _, _ := g.state(nil); !ok || pause != authProbeInterval {
+		t.Errorf("the FIFO loop's batch: pause %s admitted %v, want the probe in %s", pause, ok, authProbeInterval)
+	}
+	clk.Advance(20 * time.Second)
+	if !g.probeNow() {
+		t.Fatal("probeNow while paused reported no pause")
+	}
+	if pause, ok, _, _ := g.state(head); !ok || pause != 0 {
+		t.Errorf("head after probeNow: pause %s admitted %v, want at once", pause, ok)
+	}
+	if since, was := g.resumeAuth(); !was || !since.Equal(time.Unix(0, 0)) {
+		t.Errorf("resume: since %v was %v", since, was)
+	}
+	if _, ok, refused, _ := g.state(other); !ok || refused {
+		t.Errorf("other lease after the resume: admitted %v refused %v, want admitted", ok, refused)
+	}
+	if g.probeNow() {
+		t.Error("probeNow reported a pause after the resume")
 	}
 }

@@ -7,6 +7,7 @@ const (
 	PathNone      = "none"       // not waiting, or the batch's last attempt was its first
 	PathRateLimit = "rate_limit" // a Retry-After wait; does not spend the retry count
 	PathBackoff   = "backoff"    // a counted exponential-backoff wait
+	PathAuth      = "auth"       // the destination refuses our credentials: held until a probe is accepted; spends no budget
 )
 
 // BatchInfo describes a batch when it leaves the queue.
@@ -24,7 +25,7 @@ type AttemptInfo struct {
 	Code     string        // HTTP status ("200", "503") or network error class ("never_sent", "maybe_sent")
 	Duration time.Duration // time from sending to the end of the response
 	Retry    int           // X-Retry-Count sent (0: absent, the batch's first attempt)
-	Path     string        // path the outcome takes: PathNone (delivered or final), PathRateLimit, PathBackoff
+	Path     string        // path the outcome takes: PathNone (delivered or final), PathRateLimit, PathBackoff, PathAuth
 }
 
 // Hooks are optional callbacks; a nil func is skipped. They must return quickly, and since

@@ -17,6 +17,8 @@ type settings struct {
 	timeout    time.Duration // upload.timeout
 	split      bool          // upload.split_rejected
 	fixed      int           // upload.concurrency as a number; 0 for auto
+	onAuth     string        // upload.on_auth_failure
+	authKey    string        // the key that holds our credentials: upload.write_key, or upload.headers without one
 }
 
 // newSettings takes the live values of cfg (defaults filled).
@@ -28,7 +30,18 @@ func newSettings(cfg Config) *settings {
 		timeout:    cfg.Upload.Timeout,
 		split:      cfg.Upload.SplitRejected,
 		fixed:      cfg.Upload.fixedConcurrency(),
+		onAuth:     cfg.Upload.OnAuthFailure,
+		authKey:    credentialKey(cfg.Upload),
 	}
+}
+
+// credentialKey is the key that carries our credentials to the collector: upload.write_key, or
+// upload.headers when only they can (no write key set).
+func credentialKey(u UploadConfig) string {
+	if u.WriteKey == "" && len(u.Headers) > 0 {
+		return "upload.headers"
+	}
+	return "upload.write_key"
 }
 
 // settings returns the current live settings.
@@ -37,4 +50,4 @@ func (w *worker) settings() *settings { return w.live.Load() }
 // serial reports whether batches go one at a time (upload.concurrency: 1, or a destination
 // that takes one at a time): the worker then runs its FIFO loop (worker.go) rather than the
 // dispatcher of several in flight (inflight.go).
-func (w *worker) serial() bool { return w.gate == nil || w.settings().fixed == 1 }
+func (w *worker) serial() bool { return w.oneAtATime || w.settings().fixed == 1 }

@@ -14,7 +14,7 @@ type reconfigurer interface {
 }
 
 // Reconfigure changes the settings of a running client that can change without a new Open:
-// Batch (batch.*), Retry (retry.*), and of Upload the WriteKey, Headers, Timeout,
+// Batch (batch.*), Retry (retry.*), and of Upload the WriteKey, Headers, Timeout, OnAuthFailure,
 // Concurrency and SplitRejected. The other fields of cfg are not read: the data directory,
 // the queue, the limits, the endpoint and the transport stay as Open set them up.
 //
@@ -44,9 +44,7 @@ func (c *Client) Reconfigure(cfg Config) error {
 	}
 	s := newSettings(cfg)
 	c.w.live.Store(s)
-	if c.w.gate != nil {
-		c.w.gate.setFixed(s.fixed)
-	}
+	c.w.gate.setFixed(s.fixed)
 	c.w.signal() // a wait for batch.interval is measured again with the new settings
 	c.log.Info("upload settings reconfigured", "batch_max_events", s.batch.MaxEvents, "batch_max_bytes", s.batch.MaxBytes,
 		"batch_interval", s.batch.Interval.String(), "upload_timeout", s.timeout.String(), "concurrency", concurrencyName(s.fixed))
@@ -57,9 +55,11 @@ func (c *Client) Reconfigure(cfg Config) error {
 	return nil
 }
 
-// credentialsChanged runs after a Reconfigure that changed upload.write_key or upload.headers.
+// credentialsChanged runs after a Reconfigure that changed upload.write_key or upload.headers:
+// a pause on refused credentials probes at once rather than at the next probe period.
 func (c *Client) credentialsChanged() {
 	c.w.signal()
+	c.probeAuthNow()
 }
 
 // concurrencyName is upload.concurrency as configured: auto or the number.

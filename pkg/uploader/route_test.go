@@ -130,9 +130,10 @@ func TestRoute_413_OnASingleEvent_DeadLetters(t *testing.T) {
 	}
 }
 
-func TestRoute_401_DeadLettersWithTheReason(t *testing.T) {
+func TestRoute_401_WithOnAuthFailureDeadLetter_DeadLettersWithTheReason(t *testing.T) {
 	s := sinktest.Start(t, sink.Options{WriteKey: "another_key"})
 	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
+	cfg.Upload.OnAuthFailure = uploader.OnAuthFailureDeadLetter
 	rec := newRecorder()
 	c := open(t, cfg, uploader.WithClock(autoClock()), uploader.WithHooks(rec.hooks()))
 	enqueue(t, c, 0, 2)

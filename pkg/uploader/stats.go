@@ -16,6 +16,9 @@ type Stats struct {
 	Retry    RetryStats
 	Store    StoreStats
 	Counters Counters
+	// AuthPause says whether delivery is paused because the destination refuses our
+	// credentials, since when, and the key to fix.
+	AuthPause AuthPauseStats
 }
 
 // QueueStats describes the events waiting.
@@ -78,6 +81,7 @@ type Counters struct {
 	Requests         int64 // attempts that reached the HTTP client
 	RetriesRateLimit int64 // waits on the rate-limit path
 	RetriesBackoff   int64 // waits on the counted path
+	AuthRefusals     int64 // attempts whose credentials the destination refused (paused, not dead-lettered)
 }
 
 // workerState is what the worker publishes for Stats and Flush.
@@ -153,9 +157,10 @@ func (c *Client) Stats() Stats {
 			InFlight:         st.InFlight,
 			ConcurrencyLimit: max(st.Limit, 1),
 		},
-		Retry:    RetryStats{Path: st.Path, Attempt: st.Attempt, WaitingUntil: st.WaitingUntil},
-		Store:    StoreStats{Sync: c.cfg.Queue.Sync},
-		Counters: ctr,
+		Retry:     RetryStats{Path: st.Path, Attempt: st.Attempt, WaitingUntil: st.WaitingUntil},
+		Store:     StoreStats{Sync: c.cfg.Queue.Sync},
+		Counters:  ctr,
+		AuthPause: c.authPause(),
 	}
 	fillQueueStats(&s, qs, c.w.clock.Now())
 	s.Queue.PendingEvents, s.Queue.PendingBytes = c.pending()

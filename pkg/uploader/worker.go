@@ -35,7 +35,10 @@ type worker struct {
 	cancelRun context.CancelFunc
 	flushing  atomic.Int32 // Flush calls in progress: ignore batch.interval
 
-	gate *gate // several batches in flight (inflight.go); nil for upload.concurrency: 1
+	gate *gate // admits every attempt (gate.go): the batches in flight, client-wide pauses
+	// oneAtATime: the destination takes one batch at a time (no BoundedDestination), so the
+	// FIFO loop runs whatever upload.concurrency says.
+	oneAtATime bool
 
 	ackr     *acker        // commits the acks (pipeline.go)
 	acks     []*pendingAck // outstanding acks, oldest first; worker goroutine only
@@ -242,14 +245,16 @@ func (w *worker) deliver(p prepared, bud *budget.Budget) int {
 
 // attemptUntilDone sends one batch, waiting between attempts as its budget says, until it
 // leaves the queue (nil parts) or is split (its two halves, to be sent in order). pre, when not
-// nil, is a payload built ahead for the first attempt. l, with several batches in flight, is
-// the lease b belongs to: every attempt first passes the gate.
+// nil, is a payload built ahead for the first attempt. Every attempt first passes the gate;
+// l, with several batches in flight, is the lease b belongs to (nil: the one batch).
 func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l *lease) (parts []*queue.Batch, kind int) {
 	first := w.clock.Now()
 	for {
-		if l != nil && !w.admit(l) {
+		held, ok := w.admit(l)
+		if !ok {
 			return nil, nextStop
 		}
+		bud.Postpone(held) // time held on refused credentials is not the batch's failure
 		next := w.attempt(b, bud, first, pre, l != nil)
 		pre = nil
 		switch next.kind {
@@ -278,6 +283,7 @@ func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l
 				return nil, nextStop
 			}
 			return nil, nextRestart
+		case nextRefused: // the gate holds the next attempt until a probe is due
 		case nextStop:
 			return nil, nextStop
 		}
