@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -137,47 +136,11 @@ func TestMTLS_RefusesClientWithoutCertificateAndAcceptsOneWithIt(t *testing.T) {
 	}
 }
 
-// k8sSecretDir lays out dir like a Kubernetes secret volume: tls.crt and tls.key are symlinks
-// through ..data, a symlink to a timestamped directory; swap replaces ..data atomically.
-type k8sSecretDir struct {
-	t   *testing.T
-	dir string
-	n   int
-}
-
-func newK8sSecretDir(t *testing.T, kp *testutil.KeyPair) *k8sSecretDir {
-	d := &k8sSecretDir{t: t, dir: t.TempDir()}
-	d.swap(kp)
-	for _, f := range []string{"tls.crt", "tls.key"} {
-		if err := os.Symlink(filepath.Join("..data", f), filepath.Join(d.dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
-
-func (d *k8sSecretDir) swap(kp *testutil.KeyPair) {
-	d.n++
-	ts := fmt.Sprintf("..2026_12_02_%d", d.n)
-	if err := os.Mkdir(filepath.Join(d.dir, ts), 0o700); err != nil {
-		d.t.Fatal(err)
-	}
-	kp.Write(d.t, filepath.Join(d.dir, ts))
-	tmp := filepath.Join(d.dir, "..data_tmp")
-	if err := os.Symlink(ts, tmp); err != nil {
-		d.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(d.dir, "..data")); err != nil {
-		d.t.Fatal(err)
-	}
-}
-
 func TestTLS_SymlinkSwapRotationIsPickedUpWithoutFailingRequests(t *testing.T) {
 	ca := testutil.NewCA(t, "test CA")
 	first, second := ca.Server(t), ca.Server(t)
-	sd := newK8sSecretDir(t, first)
-	h := start(t, setup{agent: agent.Config{TLS: agent.TLSConfig{
-		CertFile: filepath.Join(sd.dir, "tls.crt"), KeyFile: filepath.Join(sd.dir, "tls.key")}}})
+	sd := testutil.NewSecretDir(t, first)
+	h := start(t, setup{agent: agent.Config{TLS: agent.TLSConfig{CertFile: sd.CertFile(), KeyFile: sd.KeyFile()}}})
 	url := httpsURL(h)
 	if got := servedSerial(t, url, ca.Pool()); got != first.Serial.String() {
 		t.Fatalf("served serial %s before the rotation, want %s", got, first.Serial)
@@ -210,7 +173,7 @@ func TestTLS_SymlinkSwapRotationIsPickedUpWithoutFailingRequests(t *testing.T) {
 			}
 		})
 	}
-	sd.swap(second)
+	sd.Swap(second)
 	deadline := time.Now().Add(10 * time.Second)
 	for servedSerial(t, url, ca.Pool()) != second.Serial.String() {
 		if time.Now().After(deadline) {
