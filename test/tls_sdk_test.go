@@ -172,10 +172,11 @@ func TestRun_TLS_AnalyticsNodeSDKDeliversOverHTTPSTrustingTheCAGivenInNODE_EXTRA
 	testutil.WriteFile(t, caFile, ca.PEM)
 	s := sinktest.Start(t, sink.Options{})
 	const writeKey, events = "sdk-write-key", 25
-	// No ingest.write_keys: analytics-node 2.x puts its write key in the body's writeKey, not
-	// in the Basic auth username the agent checks (3.x sends both).
+	// analytics-node 2.x sends its write key only as the batch body's writeKey (3.x also as the
+	// Basic auth username); the agent accepts it there.
 	a := startTLSAgent(t, t.TempDir(), s.URL()+"/v1/batch", map[string]string{
-		"OUTBOX_INGEST_TLS_CERT_FILE": certFile, "OUTBOX_INGEST_TLS_KEY_FILE": keyFile}, ca.Pool(), nil)
+		"OUTBOX_INGEST_TLS_CERT_FILE": certFile, "OUTBOX_INGEST_TLS_KEY_FILE": keyFile,
+		"OUTBOX_INGEST_WRITE_KEYS": writeKey}, ca.Pool(), nil)
 
 	// Without the CA the SDK must refuse the agent's certificate: this shows the trust below
 	// comes from NODE_EXTRA_CA_CERTS, not from a client that verifies nothing.
@@ -186,6 +187,13 @@ func TestRun_TLS_AnalyticsNodeSDKDeliversOverHTTPSTrustingTheCAGivenInNODE_EXTRA
 		}
 	}
 	t.Logf("without NODE_EXTRA_CA_CERTS the SDK reports: %s", untrusted.Events[0].Error)
+
+	// A key the agent does not accept is refused: the body's key is checked, not ignored.
+	for _, e := range runSDK(t, modules, a.url, "not-"+writeKey, caFile, events).Events {
+		if e.Error == "" {
+			t.Fatalf("with a wrong write key, event %s was accepted", e.ID)
+		}
+	}
 
 	run := runSDK(t, modules, a.url, writeKey, caFile, events)
 	ids := make([]string, 0, events)
@@ -210,7 +218,7 @@ func TestRun_TLS_AnalyticsNodeSDKDeliversOverHTTPSTrustingTheCAGivenInNODE_EXTRA
 		t.Fatalf("%d of the SDK's %d events did not reach the sink", missing, len(ids))
 	}
 	if got := s.Stats().Unique; got != int64(events) {
-		t.Errorf("the sink has %d events, want the SDK's %d (none of the refused run's)", got, events)
+		t.Errorf("the sink has %d events, want the SDK's %d (none of the refused runs')", got, events)
 	}
 	a.signal(t, syscall.SIGTERM)
 	if code, _ := a.wait(t, 10*time.Second); code != 0 {

@@ -85,7 +85,7 @@ var keys = []keyDef{
 	{key: "ingest.listen", restart: "the listener is bound at start", kind: kindString, flag: "listen", field: func(c *Config) any { return &c.Agent.Listen },
 		help: "host:port of the Segment-compatible ingest and admin API"},
 	{key: "ingest.write_keys", live: true, kind: kindList, secret: true, field: func(c *Config) any { return &c.Agent.WriteKeys },
-		help: "write keys accepted as the Basic auth username (what Segment SDKs send); empty = no key needed"},
+		help: "write keys accepted as the Basic auth username (what Segment SDKs send) or a batch body's writeKey; empty = no key needed"},
 	{key: "ingest.token", live: true, kind: kindString, secret: true, field: func(c *Config) any { return &c.Agent.Token },
 		help: "token accepted as Authorization: Bearer <token>; empty = none"},
 	{key: "ingest.allow_unauthenticated", live: true, kind: kindBool, field: func(c *Config) any { return &c.Agent.AllowUnauthenticated },

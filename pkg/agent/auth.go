@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -67,16 +69,56 @@ func (c *credentials) allow(r *http.Request) bool {
 
 // wrap returns h guarded by the credential check; a request without an accepted credential
 // gets 401 and never reaches h.
-func (a *authenticator) wrap(h http.Handler) http.Handler {
+func (a *authenticator) wrap(h http.Handler) http.Handler { return a.guard(h, false) }
+
+// wrapBatch is wrap for the batch routes, where Segment's API also takes the write key as the
+// body's top-level "writeKey" (analytics-node 2.x sends it only there): a request with no
+// Authorization header at all, when write keys are configured, reaches h with the credentials
+// in its context, and h checks the body's key once it has read it (bodyKeyAllowed).
+func (a *authenticator) wrapBatch(h http.Handler) http.Handler { return a.guard(h, true) }
+
+func (a *authenticator) guard(h http.Handler, bodyKey bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := a.cur.Load()
+		if bodyKey && len(c.writeKeys) > 0 && r.Header.Get("Authorization") == "" {
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKeyCheck{}, c)))
+			return
+		}
 		if !c.allow(r) {
-			if len(c.writeKeys) > 0 {
-				w.Header().Set("WWW-Authenticate", `Basic realm="outbox"`)
-			}
-			writeError(w, http.StatusUnauthorized, "missing or unknown write key or token")
+			unauthorized(w, c)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// bodyKeyCheck is the context key of the credentials a batch body's writeKey is checked against.
+type bodyKeyCheck struct{}
+
+// bodyKeyAllowed reports whether r may go on given its batch body: true unless wrapBatch left
+// the check of the body's writeKey to the handler and that key is missing or not accepted.
+func bodyKeyAllowed(r *http.Request, body []byte) (ok bool, c *credentials) {
+	c, check := r.Context().Value(bodyKeyCheck{}).(*credentials)
+	if !check {
+		return true, nil
+	}
+	var env struct {
+		WriteKey string `json:"writeKey"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.WriteKey == "" {
+		return false, c
+	}
+	k, match := []byte(env.WriteKey), 0
+	for _, want := range c.writeKeys {
+		match |= subtle.ConstantTimeCompare(k, want)
+	}
+	return match == 1, c
+}
+
+// unauthorized answers 401, asking for Basic auth when write keys are configured.
+func unauthorized(w http.ResponseWriter, c *credentials) {
+	if len(c.writeKeys) > 0 {
+		w.Header().Set("WWW-Authenticate", `Basic realm="outbox"`)
+	}
+	writeError(w, http.StatusUnauthorized, "missing or unknown write key or token")
 }

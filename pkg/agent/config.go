@@ -39,7 +39,8 @@ type Config struct {
 	// Listen is ingest.listen, the host:port the HTTP server binds. "" → DefaultListen.
 	Listen string
 	// WriteKeys is ingest.write_keys. When non-empty, ingest and admin requests must carry
-	// one of them as the Basic auth username (what Segment SDKs send). nil → no write-key auth.
+	// one of them as the Basic auth username (what Segment SDKs send); a batch request with no
+	// Authorization header may carry it as the body's writeKey instead. nil → no write-key auth.
 	WriteKeys []string
 	// Token is ingest.token. When set, "Authorization: Bearer <Token>" is accepted on
 	// ingest and admin routes. "" → no token auth.

@@ -16,7 +16,10 @@
 //
 // Every route except the last three requires a credential when one is configured: one of
 // Config.WriteKeys as the Basic auth username (what Segment SDKs send) or Config.Token as
-// "Authorization: Bearer". Credentials are compared in constant time and never logged.
+// "Authorization: Bearer". A /v1/batch or /v1/import request with no Authorization header may
+// carry the write key as the body's top-level writeKey instead (analytics-node 2.x does): the
+// body is read and checked before anything is parsed or stored. Credentials are compared in
+// constant time and never logged.
 //
 // # Intake contract
 //

@@ -55,6 +55,10 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte
 	// copied them once EnqueueNormalized returns, committed or not: the buffer is free again
 	// when the handler is done.
 	defer body.release()
+	if ok, c := bodyKeyAllowed(r, body.Bytes()); !ok {
+		unauthorized(w, c)
+		return
+	}
 	events, err := parse(body.Bytes())
 	if err != nil {
 		var ee *event.Error

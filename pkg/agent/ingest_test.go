@@ -133,6 +133,53 @@ func TestIngest_Auth(t *testing.T) {
 	}
 }
 
+// A batch body's top-level writeKey authenticates a request that carries no Authorization
+// header (analytics-node 2.x sends its key only there); a header, when present, decides.
+func TestIngest_BatchBodyWriteKey_AuthenticatesARequestWithoutAHeader(t *testing.T) {
+	cfg := agent.Config{WriteKeys: []string{"wk-one", "wk-two"}}
+	batch := func(key string) []byte {
+		field := ""
+		if key != "" {
+			field = `"writeKey":"` + key + `",`
+		}
+		return []byte(`{` + field + `"batch":[{"type":"track","userId":"u","event":"E"}]}`)
+	}
+	cases := []struct {
+		name     string
+		path     string
+		body     []byte
+		writeKey string // Basic auth username; "" = no Authorization header
+		want     int
+	}{
+		{"the body's key is accepted", "/v1/batch", batch("wk-two"), "", http.StatusOK},
+		{"the body's key is accepted on /v1/import", "/v1/import", batch("wk-one"), "", http.StatusOK},
+		{"a wrong body key is refused", "/v1/batch", batch("wk-wrong"), "", http.StatusUnauthorized},
+		{"no key at all is refused", "/v1/batch", batch(""), "", http.StatusUnauthorized},
+		{"a body that is not JSON is refused as unauthenticated", "/v1/batch", []byte(`{"writeKey":"wk-one",`), "", http.StatusUnauthorized},
+		{"a wrong header is refused whatever the body says", "/v1/batch", batch("wk-one"), "wk-wrong", http.StatusUnauthorized},
+		{"a right header is accepted whatever the body says", "/v1/batch", batch("wk-wrong"), "wk-one", http.StatusOK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, setup{agent: cfg})
+			r := h.do(req{path: tc.path, body: tc.body, writeKey: tc.writeKey})
+			if r.code != tc.want {
+				t.Fatalf("answer = %d %s, want %d", r.code, r.body, tc.want)
+			}
+			wantStored := int64(0)
+			if tc.want == http.StatusOK {
+				wantStored = 1
+			}
+			if got := h.stored(); got != wantStored {
+				t.Fatalf("stored %d events, want %d", got, wantStored)
+			}
+			if bytes.Contains(r.body, []byte("wk-")) {
+				t.Fatalf("answer leaks a secret: %s", r.body)
+			}
+		})
+	}
+}
+
 func TestIngest_AuthGuardsAdminButNotProbes(t *testing.T) {
 	h := start(t, setup{agent: agent.Config{WriteKeys: []string{"wk"}}})
 	for _, path := range []string{"/v1/status", "/v1/dead"} {

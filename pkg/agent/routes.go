@@ -15,8 +15,11 @@ func (a *Agent) routes() http.Handler {
 		mux.Handle(pattern, a.count(route, h))
 	}
 
-	guarded("POST /v1/batch", "/v1/batch", a.handleBatch)
-	guarded("POST /v1/import", "/v1/import", a.handleBatch)
+	batch := func(pattern, route string) {
+		mux.Handle(pattern, a.count(route, a.auth.wrapBatch(http.HandlerFunc(a.handleBatch))))
+	}
+	batch("POST /v1/batch", "/v1/batch")
+	batch("POST /v1/import", "/v1/import")
 	for _, typ := range []string{"track", "identify", "page", "screen", "group", "alias"} {
 		route := "/v1/" + typ
 		guarded("POST "+route, route, a.handleSingle(typ))
