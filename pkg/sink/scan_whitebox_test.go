@@ -62,10 +62,12 @@ func FuzzScanBatch(f *testing.F) {
 	f.Add(`{"batch":[{"a":"}\\"{"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		d, err := scanBatch([]byte(body))
-		var want struct {
-			Batch []map[string]json.RawMessage `json:"batch"`
-		}
-		if !json.Valid([]byte(body)) || json.Unmarshal([]byte(body), &want) != nil || want.Batch == nil ||
+		// The key is "batch" exactly, as the scanner reads it: a map, unlike a struct field,
+		// does not match "BATCH" or "Batch" too.
+		var top map[string]json.RawMessage
+		var want struct{ Batch []map[string]json.RawMessage }
+		if !json.Valid([]byte(body)) || json.Unmarshal([]byte(body), &top) != nil || top["batch"] == nil ||
+			json.Unmarshal(top["batch"], &want.Batch) != nil || want.Batch == nil ||
 			strings.Contains(body, `\u`) || strings.Count(body, `"batch"`) != 1 {
 			return // only compare on unambiguous valid batches
 		}
