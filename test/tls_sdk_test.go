@@ -165,11 +165,7 @@ func runSDK(t *testing.T, modules, host, writeKey, caFile string, events int) sd
 
 func TestRun_TLS_AnalyticsNodeSDKDeliversOverHTTPSTrustingTheCAGivenInNODE_EXTRA_CA_CERTS(t *testing.T) {
 	modules := analyticsNodeModules(t)
-	ca := testutil.NewCA(t, "test CA")
-	certDir := t.TempDir()
-	certFile, keyFile := ca.Server(t).Write(t, certDir)
-	caFile := filepath.Join(certDir, "ca.pem")
-	testutil.WriteFile(t, caFile, ca.PEM)
+	ca, certFile, keyFile, caFile := serverTLSFiles(t)
 	s := sinktest.Start(t, sink.Options{})
 	const writeKey, events = "sdk-write-key", 25
 	// analytics-node 2.x sends its write key only as the batch body's writeKey (3.x also as the

@@ -27,12 +27,20 @@ func startTLSAgent(t *testing.T, dataDir, endpoint string, extra map[string]stri
 	return a
 }
 
-func TestRun_TLS_ServesHTTPSAndClientCommandsReachItWithCAFile(t *testing.T) {
-	ca := testutil.NewCA(t, "test CA")
+// serverTLSFiles makes a CA and a server certificate it signed, written to a temp dir: the
+// files for ingest.tls.cert_file and key_file, and the CA's PEM file a client trusts.
+func serverTLSFiles(t *testing.T) (ca *testutil.CA, certFile, keyFile, caFile string) {
+	t.Helper()
+	ca = testutil.NewCA(t, "test CA")
 	certDir := t.TempDir()
-	certFile, keyFile := ca.Server(t).Write(t, certDir)
-	caFile := filepath.Join(certDir, "ca.pem")
+	certFile, keyFile = ca.Server(t).Write(t, certDir)
+	caFile = filepath.Join(certDir, "ca.pem")
 	testutil.WriteFile(t, caFile, ca.PEM)
+	return ca, certFile, keyFile, caFile
+}
+
+func TestRun_TLS_ServesHTTPSAndClientCommandsReachItWithCAFile(t *testing.T) {
+	ca, certFile, keyFile, caFile := serverTLSFiles(t)
 	s := sinktest.Start(t, sink.Options{})
 	dir := t.TempDir()
 	tlsEnv := map[string]string{"OUTBOX_INGEST_TLS_CERT_FILE": certFile, "OUTBOX_INGEST_TLS_KEY_FILE": keyFile, "OUTBOX_BATCH_INTERVAL": "1h"}
@@ -84,11 +92,7 @@ func TestRun_TLS_ServesHTTPSAndClientCommandsReachItWithCAFile(t *testing.T) {
 }
 
 func TestRun_MTLS_ClientCommandsNeedCertAndKey(t *testing.T) {
-	ca := testutil.NewCA(t, "test CA")
-	certDir := t.TempDir()
-	certFile, keyFile := ca.Server(t).Write(t, certDir)
-	caFile := filepath.Join(certDir, "ca.pem")
-	testutil.WriteFile(t, caFile, ca.PEM)
+	ca, certFile, keyFile, caFile := serverTLSFiles(t)
 	client := ca.Client(t)
 	clientDir := t.TempDir()
 	clientCert, clientKey := client.Write(t, clientDir)
