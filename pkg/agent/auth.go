@@ -3,10 +3,11 @@ package agent
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
+
+	"github.com/outboxhq/outbox/pkg/event"
 )
 
 // authenticator checks ingest and admin requests against the configured write keys (Basic
@@ -102,13 +103,11 @@ func bodyKeyAllowed(r *http.Request, body []byte) (ok bool, c *credentials) {
 	if !check {
 		return true, nil
 	}
-	var env struct {
-		WriteKey string `json:"writeKey"`
-	}
-	if json.Unmarshal(body, &env) != nil || env.WriteKey == "" {
+	key, found := event.WriteKey(body) // the top level only: the events are parsed once, later
+	if !found || key == "" {
 		return false, c
 	}
-	k, match := []byte(env.WriteKey), 0
+	k, match := []byte(key), 0
 	for _, want := range c.writeKeys {
 		match |= subtle.ConstantTimeCompare(k, want)
 	}
