@@ -75,7 +75,7 @@ func (b *bench) runFaultPeers(ctx context.Context) {
 }
 
 func (b *bench) faultPeerRun(ctx context.Context, tools peerTools, fc faultCase, client string) (peerRun, error) {
-	s, err := startPeerSinkKeeping(fc.spec, 0) // every record: the sustained span is read from them
+	s, err := startPeerSink(fc.spec, 0) // every record: the sustained span is read from them
 	if err != nil {
 		return peerRun{}, err
 	}
@@ -172,13 +172,13 @@ func (b *bench) faultPeerRow(name string, fc faultCase, client string, r peerRun
 	rw.detail = fmt.Sprintf("%s: %s events to a collector of its own %s: %s distinct delivered in %s, %s; %s batch requests, "+
 		"%s accepted events with duplicates.", name, thousands(r.Events), script, thousands(r.unique),
 		secs(time.Duration(r.ElapsedNS)), lost, thousands(r.requests), thousands(r.delivered))
+	local, okLocal := p.runs[b.faultCases()[0].name][client]
 	if sr := r.sustainedRate(); sr > 0 {
 		rw.detail += fmt.Sprintf(" The first %d%% were accepted %s after the first request: %s sustained.", sustainedShare, secs(r.sustained), rate(sr))
-		if local, ok := p.runs[b.faultCases()[0].name][client]; ok && fc.base != "" && local.sustainedRate() > 0 {
+		if okLocal && fc.base != "" && local.sustainedRate() > 0 {
 			rw.detail += fmt.Sprintf(" Sustained, %s of the local run's.", times(sr/local.sustainedRate()))
 		}
 	}
-	local, okLocal := p.runs[b.faultCases()[0].name][client]
 	switch fc.base {
 	case "":
 		rw.ref = "(reference)"

@@ -82,10 +82,9 @@ type peerSink struct {
 	url string
 }
 
-func startPeerSink(faults string) (*peerSink, error) { return startPeerSinkKeeping(faults, 16) }
-
-// startPeerSinkKeeping is startPeerSink keeping the last keep request records (0: all).
-func startPeerSinkKeeping(faults string, keep int) (*peerSink, error) {
+// startPeerSink starts a peer collector scripted by faults that keeps the last keep request
+// records (0: all).
+func startPeerSink(faults string, keep int) (*peerSink, error) {
 	sc, err := sink.ParseFaults(faults)
 	if err != nil {
 		return nil, fmt.Errorf("-peer-faults: %w", err)
@@ -124,7 +123,7 @@ func (b *bench) runPeers(ctx context.Context) {
 		b.fail("peers", err)
 		return
 	}
-	s, err := startPeerSink(b.opt.peerFaults)
+	s, err := startPeerSink(b.opt.peerFaults, 16) // the counters are what the peer rows read
 	if err != nil {
 		b.fail("peers", err)
 		return
