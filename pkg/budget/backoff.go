@@ -101,3 +101,17 @@ func Jitter(d time.Duration, r float64) time.Duration {
 	r = min(r, 1)
 	return d - time.Duration(r*float64(d)/2)
 }
+
+// Unjittered returns when one batch that failed n times in a row makes its next attempt,
+// counted from its first failure, without jitter: the sum of its first n waits,
+// min(base·2ⁱ, cap) for i < n (0 for n < 1). Jitter only shortens waits, so no batch retries
+// later than this. The uploader paces the probe of an outage with it, so that many batches
+// that failed together send no more requests than one batch that failed as often.
+func Unjittered(cfg Config, n int) time.Duration {
+	b := NewBackoff(cfg, SystemClock{}, nil)
+	var total time.Duration
+	for range max(n, 0) {
+		total += min(b.curve.NextBackOff(), cfg.BackoffCap)
+	}
+	return total
+}

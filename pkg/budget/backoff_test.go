@@ -95,6 +95,7 @@ func TestBackoff_Properties(t *testing.T) {
 func TestBackoff_DefaultCurveWithoutJitterIsClampedDoubling(t *testing.T) {
 	clock := budgettest.New(time.Time{})
 	b := budget.NewBackoff(budget.DefaultConfig(), clock, func() float64 { return 0 })
+	start := clock.Now()
 	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
 		8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute, time.Minute}
 	for i, w := range want {
@@ -102,10 +103,16 @@ func TestBackoff_DefaultCurveWithoutJitterIsClampedDoubling(t *testing.T) {
 		if err != nil || d != w {
 			t.Fatalf("retry %d: got %s, %v; want %s", i, d, err, w)
 		}
+		if u, sum := budget.Unjittered(budget.DefaultConfig(), i+1), clock.Now().Add(d).Sub(start); u != sum {
+			t.Fatalf("Unjittered(%d) = %s, want the sum of the unjittered waits %s", i+1, u, sum)
+		}
 		clock.Advance(d)
 	}
 	if _, err := b.Next(); !errors.Is(err, budget.ErrSpent) {
 		t.Fatalf("11th failure: got %v, want spent (10 retries = 11 attempts)", err)
+	}
+	if u := budget.Unjittered(budget.DefaultConfig(), 0); u != 0 {
+		t.Fatalf("Unjittered(0) = %s, want 0 (no failure, no wait)", u)
 	}
 }
 

@@ -19,10 +19,12 @@ import (
 // other), and no usable Retry-After is running: a Retry-After is about this client, so it
 // pauses every new attempt, of every batch, until the latest such deadline. During an outage
 // (limiter.outage) one lease attempts, the first ready to, until a success or until it leaves
-// flight, so an outage costs what one batch in flight costs. The limit is fixed
-// (upload.concurrency: N) or the limiter's (auto),
-// and never above the destination's own bound; at most that many batches (auto: at most
-// upload.max_concurrency) are leased at once. While the destination refuses our credentials
+// flight, paced as the one batch of upload.concurrency: 1 would be (limiter.probeAt), so an outage costs what
+// one batch in flight costs. The limit is fixed (upload.concurrency: N) or the limiter's
+// (auto), and never above the destination's own bound. A batch waiting out a backoff of its
+// own sends nothing, so its place goes to the next batch: at most twice the most that may be
+// in flight (upload.concurrency, or upload.max_concurrency under auto) are leased at once, and
+// the waiting ones hold their events in memory meanwhile. While the destination refuses our credentials
 // (authpause.go) the only attempt is the head lease's probe, once per probe period.
 //
 // With one batch at a time (upload.concurrency: 1) the gate holds no leases: it is only the
@@ -83,8 +85,9 @@ func (g *gate) limitLocked() int {
 	return max(n, 1)
 }
 
-// room reports whether the dispatcher may lease one more batch: fewer than the most that may
-// be held are, and fewer than the limit are ready to send. Under auto, no new batch is leased
+// room reports whether the dispatcher may lease one more batch: fewer than twice the most that
+// may be in flight are leased, and fewer than the limit are in flight (leased and not waiting
+// out a retry wait of their own). Under auto, no new batch is leased
 // while the last answer was a failure and a batch not waiting out a retry wait may still
 // answer: its success would say the destination is up; without this rule each failure,
 // freeing its place while it waits, would send a fresh batch into what may be an outage.
@@ -101,7 +104,7 @@ func (g *gate) room() bool {
 	if g.bound > 0 {
 		most = min(most, g.bound)
 	}
-	return len(g.live) < max(most, 1) && len(g.live)-len(g.waiting) < g.limitLocked()
+	return len(g.live) < 2*max(most, 1) && len(g.live)-len(g.waiting) < g.limitLocked()
 }
 
 // setWaiting marks l as waiting out a retry wait of its own (or no longer).
@@ -116,11 +119,12 @@ func (g *gate) setWaiting(l *lease, on bool) {
 	g.notifyLocked()
 }
 
-// inFlight returns the number of leases in flight.
+// inFlight returns the number of leases in flight: leased and not waiting out a retry wait of
+// their own.
 func (g *gate) inFlight() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.live)
+	return len(g.live) - len(g.waiting)
 }
 
 // add registers a newly leased batch, the newest in flight.
@@ -176,32 +180,47 @@ func (g *gate) notifyLocked() {
 	g.changed = make(chan struct{})
 }
 
-// state returns how long l must still wait for a Retry-After or the next probe of refused
-// credentials (0: none), whether its rank lets it start, whether the credentials are refused,
-// and the channel closed at the gate's next change. A nil l is the one batch of a worker
-// with one batch at a time.
-func (g *gate) state(l *lease) (pause time.Duration, admitted, refused bool, changed <-chan struct{}) {
+// verdict is what the gate says of one lease's next attempt.
+type verdict struct {
+	pause    time.Duration // wait this long first (0: none): a Retry-After, a probe's pace
+	path     string        // what the pause is: PathRateLimit, PathAuth or PathBackoff
+	admitted bool          // its rank lets it start (after the pause)
+	refused  bool          // the destination refuses our credentials
+	changed  <-chan struct{}
+}
+
+// state returns the verdict on l's next attempt, with the channel closed at the gate's next
+// change; retry is the live retry settings, which pace an outage's probe. A nil l is the one
+// batch of a worker with one batch at a time.
+func (g *gate) state(l *lease, retry budget.Config) verdict {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.clock.Now()
-	pause = max(g.until.Sub(now), 0)
+	v := verdict{pause: max(g.until.Sub(now), 0), path: PathRateLimit, admitted: true, changed: g.changed}
 	if g.auth.on {
+		v.refused, v.path = true, PathAuth
 		if l != nil && (len(g.live) == 0 || g.live[0] != l.seq) {
-			return 0, false, true, g.changed // only the head probes
+			v.pause, v.admitted = 0, false // only the head probes
+			return v
 		}
-		return max(pause, g.auth.probeAt.Sub(now)), true, true, g.changed
+		v.pause = max(v.pause, g.auth.probeAt.Sub(now))
+		return v
 	}
 	if l == nil {
-		return pause, true, false, g.changed
+		return v
 	}
 	if g.fixed == 0 && g.lim.outage() {
 		// One batch probes: the first that is ready to, and then only it until a success or
-		// until it leaves flight, so its own backoff paces the probes as with one batch in
-		// flight, and no ready batch waits for the longest backoff among them.
+		// until it leaves flight, so no ready batch waits for the longest backoff among them;
+		// its attempts are paced as one batch that failed as often as the destination has.
 		if g.probe == 0 && !g.waiting[l.seq] {
 			g.probe = l.seq
 		}
-		return pause, g.probe == l.seq, false, g.changed
+		v.admitted = g.probe == l.seq
+		if pace := g.lim.probeAt(retry).Sub(now); v.admitted && pace > v.pause {
+			v.pause, v.path = pace, PathBackoff
+		}
+		return v
 	}
 	g.probe = 0
 	rank := 0
@@ -213,7 +232,8 @@ func (g *gate) state(l *lease) (pause time.Duration, admitted, refused bool, cha
 			rank++
 		}
 	}
-	return pause, rank < g.limitLocked(), false, g.changed
+	v.admitted = rank < g.limitLocked()
+	return v
 }
 
 // next returns the channel closed at the gate's next change.
@@ -235,28 +255,24 @@ func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
 		}
 	}()
 	for {
-		pause, admitted, refused, changed := w.gate.state(l)
-		if refused && heldSince.IsZero() {
+		v := w.gate.state(l, w.settings().retry)
+		if v.refused && heldSince.IsZero() {
 			heldSince = w.clock.Now()
-		}
-		path := PathRateLimit
-		if refused {
-			path = PathAuth
 		}
 		switch {
 		case w.runCtx.Err() != nil:
 			return 0, false
-		case pause > 0:
-			if !w.pauseWait(pause, path, changed) {
+		case v.pause > 0:
+			if !w.pauseWait(v.pause, v.path, v.changed) {
 				return 0, false
 			}
-		case admitted:
+		case v.admitted:
 			return 0, true
-		case refused && w.stopping():
+		case v.refused && w.stopping():
 			return 0, false // only the head probes, and Close does not wait for the next probe
 		default:
 			select {
-			case <-changed:
+			case <-v.changed:
 			case <-w.runCtx.Done():
 				return 0, false
 			}
@@ -265,7 +281,8 @@ func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
 }
 
 // pauseWait waits out a client-wide pause (or until the gate changes): a Retry-After
-// (PathRateLimit) or the time to the next probe of refused credentials (PathAuth). After
+// (PathRateLimit), the time to the next probe of refused credentials (PathAuth) or of an
+// outage (PathBackoff). After
 // Close it waits only when the pause ends before Close's deadline.
 func (w *worker) pauseWait(d time.Duration, path string, changed <-chan struct{}) bool {
 	if w.stopping() {

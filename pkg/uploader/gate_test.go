@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
 )
 
@@ -19,7 +20,7 @@ func TestGate_OutageProbesWithTheFirstReadyLeaseOnly(t *testing.T) {
 	if !g.lim.outage() {
 		t.Fatal("16 failures in a row at limit 1..32 are not an outage")
 	}
-	admitted := func(l *lease) bool { _, ok, _, _ := g.state(l); return ok }
+	admitted := func(l *lease) bool { return g.state(l, budget.DefaultConfig()).admitted }
 	if admitted(oldest) {
 		t.Fatal("the waiting oldest lease was admitted")
 	}
@@ -83,29 +84,114 @@ func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 	if _, warn := g.refuse("401", "upload.write_key"); warn {
 		t.Error("a second refusal in the same probe period warned again")
 	}
-	if pause, ok, refused, _ := g.state(head); !ok || !refused || pause != authProbeInterval {
-		t.Errorf("head: pause %s admitted %v refused %v, want a probe in %s", pause, ok, refused, authProbeInterval)
+	if v := g.state(head, budget.DefaultConfig()); !v.admitted || !v.refused || v.pause != authProbeInterval {
+		t.Errorf("head: pause %s admitted %v refused %v, want a probe in %s", v.pause, v.admitted, v.refused, authProbeInterval)
 	}
-	if pause, ok, refused, _ := g.state(other); ok || !refused || pause != 0 {
-		t.Errorf("other lease: pause %s admitted %v refused %v, want held without a timer", pause, ok, refused)
+	if v := g.state(other, budget.DefaultConfig()); v.admitted || !v.refused || v.pause != 0 {
+		t.Errorf("other lease: pause %s admitted %v refused %v, want held without a timer", v.pause, v.admitted, v.refused)
 	}
-	if pause, ok, _, _ := g.state(nil); !ok || pause != authProbeInterval {
-		t.Errorf("the FIFO loop's batch: pause %s admitted %v, want the probe in %s", pause, ok, authProbeInterval)
+	if v := g.state(nil, budget.DefaultConfig()); !v.admitted || v.pause != authProbeInterval {
+		t.Errorf("the FIFO loop's batch: pause %s admitted %v, want the probe in %s", v.pause, v.admitted, authProbeInterval)
 	}
 	clk.Advance(20 * time.Second)
 	if !g.probeNow() {
 		t.Fatal("probeNow while paused reported no pause")
 	}
-	if pause, ok, _, _ := g.state(head); !ok || pause != 0 {
-		t.Errorf("head after probeNow: pause %s admitted %v, want at once", pause, ok)
+	if v := g.state(head, budget.DefaultConfig()); !v.admitted || v.pause != 0 {
+		t.Errorf("head after probeNow: pause %s admitted %v, want at once", v.pause, v.admitted)
 	}
 	if since, was := g.resumeAuth(); !was || !since.Equal(time.Unix(0, 0)) {
 		t.Errorf("resume: since %v was %v", since, was)
 	}
-	if _, ok, refused, _ := g.state(other); !ok || refused {
-		t.Errorf("other lease after the resume: admitted %v refused %v, want admitted", ok, refused)
+	if v := g.state(other, budget.DefaultConfig()); !v.admitted || v.refused {
+		t.Errorf("other lease after the resume: admitted %v refused %v, want admitted", v.admitted, v.refused)
 	}
 	if g.probeNow() {
 		t.Error("probeNow reported a pause after the resume")
+	}
+}
+
+// A 30 s total outage costs no more requests under auto than with one batch in flight,
+// whatever the limit when it began: the batches in flight then were sent before it and fail
+// once each, as the one batch of upload.concurrency: 1 does; the requests counted are those
+// begun during the outage. The leases are simulated on the gate and a fake clock: each waits
+// out its own jittered backoff, then asks the gate, as the worker does.
+func TestGate_AnOutageCostsNoMoreRequestsThanOneBatchInFlight(t *testing.T) {
+	const outage = 30 * time.Second
+	retry := budget.DefaultConfig()
+	for _, jitter := range []float64{0, 0.5, 0.999} {
+		rnd := func() float64 { return jitter }
+		serial := simulateOutage(t, 1, outage, retry, rnd, UploadConfig{Concurrency: "1", MaxConcurrency: 32})
+		if serial < 5 {
+			t.Fatalf("jitter %v: one batch in flight retried %d times in %s, want at least 5 (0.5+1+2+4+8 s)", jitter, serial, outage)
+		}
+		for _, limit := range []int{1, 2, 3, 4, 5, 6, 8, 16, 32} {
+			auto := UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}
+			if got := simulateOutage(t, limit, outage, retry, rnd, auto); got > serial {
+				t.Errorf("jitter %v, %d in flight when it began: %d requests begun during the outage, want at most %d (one batch in flight)",
+					jitter, limit, got, serial)
+			}
+		}
+	}
+}
+
+// simulateOutage counts the attempts begun within d of an outage that began with limit
+// batches in flight, each failing at its start; a lease the gate holds asks again every
+// millisecond, and every attempt answers a millisecond after it begins.
+func simulateOutage(t *testing.T, limit int, d time.Duration, retry budget.Config, rnd budget.RandFunc, cfg UploadConfig) int {
+	t.Helper()
+	clk := budgettest.New(time.Unix(0, 0))
+	g := newGate(cfg, 0, clk)
+	g.lim.limit = float64(limit)
+	type sim struct {
+		l       *lease
+		b       *budget.Backoff
+		readyAt time.Time
+	}
+	sims := make([]*sim, limit)
+	for i := range sims {
+		sims[i] = &sim{l: g.add(nil), b: budget.NewBackoff(retry, clk, rnd)}
+	}
+	fail := func(s *sim) {
+		g.observe(answerFailed, time.Millisecond)
+		w, err := s.b.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.setWaiting(s.l, true)
+		s.readyAt = clk.Now().Add(w)
+	}
+	for _, s := range sims { // in flight when the outage began
+		fail(s)
+	}
+	end, attempts := clk.Now().Add(d), 0
+	for {
+		s := sims[0]
+		for _, o := range sims {
+			if o.readyAt.Before(s.readyAt) {
+				s = o
+			}
+		}
+		if !s.readyAt.Before(end) {
+			return attempts
+		}
+		clk.Advance(s.readyAt.Sub(clk.Now()))
+		g.setWaiting(s.l, false)
+		var v verdict
+		if cfg.Concurrency == "1" {
+			v = g.state(nil, retry)
+		} else {
+			v = g.state(s.l, retry)
+		}
+		switch {
+		case v.pause > 0:
+			s.readyAt = clk.Now().Add(v.pause)
+		case !v.admitted:
+			s.readyAt = clk.Now().Add(time.Millisecond)
+		default:
+			attempts++
+			clk.Advance(time.Millisecond)
+			fail(s)
+		}
 	}
 }

@@ -1,6 +1,10 @@
 package uploader
 
-import "time"
+import (
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/budget"
+)
 
 // limiter is the adaptive limit of batches in flight behind upload.concurrency: auto. It is
 // pure (its clock is passed in with every answer) and not safe for concurrent use; the gate
@@ -25,7 +29,13 @@ import "time"
 // one batch in flight costs, and the first success starts slow start again (up to half the
 // limit it had). The streak scales with the limit because with many batches in flight a few
 // failures in a row are what 20% of failures look like; with the whole limit in flight an
-// outage fails half of them within one round trip.
+// outage fails half of them within one round trip. The outage's one probe is paced as one
+// batch that failed from the first failure of the streak on would be (probeAt): its next
+// attempt is no earlier than that batch's next one without jitter, counting as its attempts
+// every failed attempt begun since the streak's first failure answered. The batches that were
+// already in flight then fail once each, as the one batch of upload.concurrency: 1 does; every
+// attempt begun after that counts, so an outage costs no more requests than
+// upload.concurrency: 1, and the probe finds the destination back as soon as it would.
 //
 // Vector's adaptive request concurrency and Netflix's concurrency-limits grow by one per
 // window from the start, which takes minutes to find 32 on a WAN; slow start finds it in
@@ -39,6 +49,8 @@ type limiter struct {
 	lastCut        time.Time     // when the limit last shrank
 	lastRetryAfter time.Time     // when a Retry-After answer last shrank it
 	streak         int           // failed attempts since the last success
+	streakStart    time.Time     // when the first of them answered
+	streakSent     int           // those of them begun after streakStart: sent knowing of the failure
 	down           bool          // an outage: the streak reached outageStreak; until a success
 	winOK          int           // answers in the current window
 	winFail        int
@@ -109,6 +121,11 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 		}
 		return
 	case answerFailed, answerBackPressure:
+		if l.streak == 0 {
+			l.streakStart, l.streakSent = now, 0
+		} else if now.Add(-rtt).After(l.streakStart) {
+			l.streakSent++
+		}
 		l.streak++
 		l.winFail++
 		if l.down || l.streak >= max(limiterOutage, l.Limit()/2) {
@@ -150,6 +167,16 @@ func (l *limiter) track(rtt time.Duration) {
 	default:
 		l.base += (rtt - l.base) / limiterBaseDrift
 	}
+}
+
+// probeAt returns when the probe of an outage may start its next attempt (zero when there is
+// no outage): as long after the streak's first failure as one batch that failed there and at
+// every attempt begun since would wait, without jitter (budget.Unjittered).
+func (l *limiter) probeAt(retry budget.Config) time.Time {
+	if !l.down {
+		return time.Time{}
+	}
+	return l.streakStart.Add(budget.Unjittered(retry, 1+l.streakSent))
 }
 
 // outage reports whether the recent attempts all failed (see limiter), until a success.
