@@ -17,7 +17,7 @@ import (
 // send than its limit learns nothing about the destination from that.
 //
 // It shrinks multiplicatively (halves, and the threshold with it) on back-pressure: a 429,
-// a timeout, a round trip more than twice its baseline (and at least
+// a timeout, a smoothed round trip more than twice its baseline (and at least
 // limiterMinInflation above it), or a window of attempts in which most failed. Answers
 // already in flight when it shrank say the same thing again, so it shrinks at most once per
 // baseline round trip. Retryable failures among successes (one sick backend behind a load
@@ -39,18 +39,24 @@ import (
 //
 // Vector's adaptive request concurrency and Netflix's concurrency-limits grow by one per
 // window from the start, which takes minutes to find 32 on a WAN; slow start finds it in
-// five round trips. Neither treats Retry-After as a statement about the client; here it
+// five round trips. The round trip is smoothed (srtt, as TCP's) before it is compared: one slow
+// answer is a scheduling hiccup of a busy host (a GC, an fsync, another process on the core),
+// not a queue at the destination; and an inflation under limiterMinInflation is the host's own
+// load (a 2-core host writing events at full speed answers a loopback collector 15–25 ms late
+// for seconds on end), which fewer batches in flight would not relieve. Neither treats Retry-After as a statement about the client; here it
 // pauses every new attempt (gate.go) as well as shrinking the limit.
 type limiter struct {
 	ceil           int // upload.max_concurrency
 	limit          float64
 	ssthresh       float64
 	base           time.Duration // baseline round trip: the smallest good one, drifting up slowly
+	srtt           time.Duration // smoothed round trip of the good answers (1/limiterSmoothing of each)
 	lastCut        time.Time     // when the limit last shrank
 	lastRetryAfter time.Time     // when a Retry-After answer last shrank it
 	streak         int           // failed attempts since the last success
 	streakStart    time.Time     // when the first of them answered
 	streakSent     int           // those of them begun after streakStart: sent knowing of the failure
+	lastFail       time.Time     // when the last of them answered
 	down           bool          // an outage: the streak reached outageStreak; until a success
 	winOK          int           // answers in the current window
 	winFail        int
@@ -60,8 +66,9 @@ type limiter struct {
 const (
 	limiterOutage        = 6                     // the fewest consecutive failures that make an outage
 	limiterMinWindow     = 8                     // attempts in the smallest failure window
-	limiterMinInflation  = 10 * time.Millisecond // round trip inflation below this is noise
+	limiterMinInflation  = 50 * time.Millisecond // round trip inflation below this is noise
 	limiterBaseDrift     = 64                    // the baseline moves 1/64 of the way up per answer
+	limiterSmoothing     = 4                     // the smoothed round trip moves 1/4 of the way per answer
 	limiterRetryAfterGap = time.Second           // Retry-After answers shrink the limit at most once per gap
 )
 
@@ -96,7 +103,12 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 	case answerGood:
 		l.streak, l.down = 0, false
 		l.winOK++
-		inflated := l.base > 0 && rtt > 2*l.base && rtt-l.base >= limiterMinInflation
+		if l.srtt == 0 {
+			l.srtt = rtt
+		} else {
+			l.srtt += (rtt - l.srtt) / limiterSmoothing
+		}
+		inflated := l.base > 0 && l.srtt > 2*l.base && l.srtt-l.base >= limiterMinInflation
 		l.track(rtt)
 		if inflated {
 			l.cut(now)
@@ -127,6 +139,7 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 			l.streakSent++
 		}
 		l.streak++
+		l.lastFail = now
 		l.winFail++
 		if l.down || l.streak >= max(limiterOutage, l.Limit()/2) {
 			if !l.down && l.limit > 1 {
@@ -173,7 +186,7 @@ func (l *limiter) track(rtt time.Duration) {
 // no outage): as long after the streak's first failure as one batch that failed there and at
 // every attempt begun since would wait, without jitter (budget.Unjittered).
 func (l *limiter) probeAt(retry budget.Config) time.Time {
-	if !l.down {
+	if !l.down || l.lastFail.Sub(l.streakStart) < retry.BackoffBase/2 {
 		return time.Time{}
 	}
 	return l.streakStart.Add(budget.Unjittered(retry, 1+l.streakSent))
