@@ -29,7 +29,9 @@ import (
 // one batch in flight costs, and the first success starts slow start again (up to half the
 // limit it had). The streak scales with the limit because with many batches in flight a few
 // failures in a row are what 20% of failures look like; with the whole limit in flight an
-// outage fails half of them within one round trip. The outage's one probe is paced as one
+// outage fails half of them within one round trip. Once the streak also spans half a backoff
+// base, the shortest wait of a retry (so a retry has failed in it, which a burst of bad luck
+// among requests sent together does not show), the outage's one probe is paced as one
 // batch that failed from the first failure of the streak on would be (probeAt): its next
 // attempt is no earlier than that batch's next one without jitter, counting as its attempts
 // every failed attempt begun since the streak's first failure answered. The batches that were
@@ -183,7 +185,7 @@ func (l *limiter) track(rtt time.Duration) {
 }
 
 // probeAt returns when the probe of an outage may start its next attempt (zero when there is
-// no outage): as long after the streak's first failure as one batch that failed there and at
+// no outage, or its streak spans less than half a backoff base): as long after the streak's first failure as one batch that failed there and at
 // every attempt begun since would wait, without jitter (budget.Unjittered).
 func (l *limiter) probeAt(retry budget.Config) time.Time {
 	if !l.down || l.lastFail.Sub(l.streakStart) < retry.BackoffBase/2 {
