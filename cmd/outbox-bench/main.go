@@ -73,7 +73,7 @@ Usage: go run ./cmd/outbox-bench [flags]
 	}
 	fs.IntVar(&o.events, "events", 1_000_000, "N: events queued, drained and sent end to end (-quick: 100000)")
 	fs.IntVar(&o.faultEvents, "fault-events", 100_000, "events drained under faults and through the outage; bounded by real Retry-After and backoff waits (-quick: 20000)")
-	fs.IntVar(&o.faultPeerEvents, "fault-peer-events", 50_000, "events each client sends in the side-by-side runs under faults (-quick: 10000)")
+	fs.IntVar(&o.faultPeerEvents, "fault-peer-events", 200_000, "events each client sends in the side-by-side runs under faults; a run must span several backoffs and Retry-After pauses to measure a rate (-quick: 10000)")
 	fs.DurationVar(&o.outage, "outage", 30*time.Second, "length of the collector's total outage (real time) (-quick: 5s)")
 	fs.IntVar(&o.ceilingEvents, "ceiling-events", 200_000, "events written for the bbolt ceiling and compressed for the gzip ceiling (-quick: 50000)")
 	fs.DurationVar(&o.enqueueFor, "enqueue-for", 5*time.Second, "length of each library Enqueue run (-quick: 2s)")
