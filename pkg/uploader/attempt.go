@@ -42,7 +42,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	retryCount := bud.Attempts()
 	ctx, cancel := context.WithTimeout(w.runCtx, w.settings().timeout)
 	start := time.Now()
-	o := w.dest.Send(ctx, Batch{Events: b.Events, Retry: retryCount, pre: pre})
+	o := w.dest.Send(ctx, Batch{Events: b.Events, Retry: retryCount, Prepared: pre})
 	took := time.Since(start)
 	cancel()
 	if w.runCtx.Err() != nil {

@@ -93,7 +93,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		ackFault: o.ackFault,
 	}
 	c.w.live.Store(newSettings(cfg))
-	c.w.prep, _ = dest.(preparer)
+	c.w.prep, _ = dest.(PreparingDestination)
 	// The gate exists always: it admits every attempt, so that a Reconfigure of
 	// upload.concurrency can move between one and several in flight, and it holds the one
 	// batch of the FIFO loop too while our credentials are refused.

@@ -45,6 +45,20 @@ type Batch struct {
 	// Retry is how many attempts of this batch came before this one (0 on its first), the
 	// HTTP destination's X-Retry-Count.
 	Retry int
+	// Prepared is the payload a PreparingDestination built ahead of this attempt with
+	// Prepare, or nil (every retry, and any destination that does not prepare). Send owns it:
+	// it sends it or releases it.
+	Prepared any
+}
 
-	pre any // a payload built ahead by a preparer destination, or nil
+// PreparingDestination is a Destination that builds a batch's payload ahead of its first
+// attempt, while the batch before it is in flight (the HTTP destination builds its gzipped
+// body so). The worker calls Prepare on the goroutine that leases the next batch and hands
+// the payload to Send in Batch.Prepared; a payload that will not be sent (the client stops,
+// the lease fails) goes back through Release. Prepare may return nil: Send then builds its
+// payload itself.
+type PreparingDestination interface {
+	Destination
+	Prepare(events [][]byte) any
+	Release(payload any)
 }

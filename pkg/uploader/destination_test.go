@@ -123,3 +123,68 @@ func flushThroughWaits(t *testing.T, c *uploader.Client) {
 		}
 	}
 }
+
+// preparing is a scripted destination that builds each batch's payload ahead (the batch's
+// first event, cloned) and checks, at Send, that a prepared payload is the batch's own.
+type preparing struct {
+	scripted
+	prepared, released, sentPrepared, mismatched int
+}
+
+func (d *preparing) Prepare(events [][]byte) any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.prepared++
+	return slices.Clone(events[0])
+}
+
+func (d *preparing) Release(payload any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.released++
+}
+
+func (d *preparing) Send(ctx context.Context, b uploader.Batch) uploader.Outcome {
+	if p, ok := b.Prepared.([]byte); ok {
+		d.mu.Lock()
+		d.sentPrepared++
+		if b.Retry > 0 || !slices.Equal(p, b.Events[0]) {
+			d.mismatched++
+		}
+		d.mu.Unlock()
+	}
+	return d.scripted.Send(ctx, b)
+}
+
+func TestWithDestination_APreparingDestinationGetsItsPayloadOnFirstAttemptsOnly(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir, "http://127.0.0.1:1/unused")
+	cfg.Batch.MaxEvents = 2
+	cfg.Upload.Concurrency = "1"
+	// Queue 10 events before the destination starts, so each batch is prepared while the one
+	// before it is sent.
+	held := &scripted{script: []uploader.Outcome{{Class: uploader.ClassRateLimited, RetryAfter: 1 << 62}}}
+	c := open(t, cfg, uploader.WithDestination(held))
+	enqueue(t, c, 0, 10)
+	if err := c.Close(waitCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	d := &preparing{scripted: scripted{script: []uploader.Outcome{{}, {Class: uploader.ClassRetryable}}}}
+	d.script[0].Class = uploader.ClassSuccess
+	c = open(t, cfg, uploader.WithDestination(d), uploader.WithClock(autoClock()))
+	flushThroughWaits(t, c)
+	if err := c.Close(waitCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.accepted) != 10 {
+		t.Fatalf("accepted %d events, want 10", len(d.accepted))
+	}
+	if d.sentPrepared == 0 || d.mismatched != 0 {
+		t.Errorf("%d sends carried a prepared payload, %d of them another batch's or a retry's; want some, none wrong", d.sentPrepared, d.mismatched)
+	}
+	if d.prepared != d.sentPrepared+d.released {
+		t.Errorf("prepared %d payloads, sent %d and released %d: every payload must be sent or released", d.prepared, d.sentPrepared, d.released)
+	}
+}

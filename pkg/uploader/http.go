@@ -79,7 +79,7 @@ func (d *httpDestination) Close() error {
 // Send makes one attempt: the body (the one built ahead when fresh), the request, the POST,
 // and the classifier's outcome of what came back.
 func (d *httpDestination) Send(ctx context.Context, b Batch) Outcome {
-	pre, _ := b.pre.(*body)
+	pre, _ := b.Prepared.(*body)
 	body, err := d.bodyFor(b.Events, pre)
 	if err != nil {
 		return Outcome{Class: ClassAborted, Err: err}
@@ -104,9 +104,9 @@ func (d *httpDestination) Send(ctx context.Context, b Batch) Outcome {
 	return o
 }
 
-// prepare builds the body of a batch's first attempt ahead of it; Send uses it when it is
+// Prepare builds the body of a batch's first attempt ahead of it; Send uses it when it is
 // less than bodyMaxAge old. An encode error leaves nothing: Send encodes again and reports it.
-func (d *httpDestination) prepare(events [][]byte) any {
+func (d *httpDestination) Prepare(events [][]byte) any {
 	b, err := d.enc.encode(events, d.clock.Now())
 	if err != nil {
 		return nil
@@ -114,8 +114,8 @@ func (d *httpDestination) prepare(events [][]byte) any {
 	return b
 }
 
-// release returns a body built ahead that will not be sent.
-func (d *httpDestination) release(p any) {
+// Release returns a body built ahead that will not be sent.
+func (d *httpDestination) Release(p any) {
 	if b, ok := p.(*body); ok && b != nil {
 		b.Release()
 	}
@@ -139,10 +139,3 @@ func (d *httpDestination) bodyFor(events [][]byte, pre *body) (*body, error) {
 	return d.enc.encode(events, now)
 }
 
-// preparer is implemented by a destination that builds a batch's payload ahead of its first
-// attempt, while the batch before it is in flight (the HTTP destination's gzipped body). The
-// worker hands the payload to Send in Batch; one that is not sent is released.
-type preparer interface {
-	prepare(events [][]byte) any
-	release(payload any)
-}

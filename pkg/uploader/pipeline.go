@@ -18,7 +18,7 @@ type prepared struct {
 // releasePayload returns p's payload built ahead, if any, to the destination.
 func (w *worker) releasePayload(p prepared) {
 	if p.payload != nil && w.prep != nil {
-		w.prep.release(p.payload)
+		w.prep.Release(p.payload)
 	}
 }
 
@@ -41,7 +41,7 @@ func (w *worker) startPrefetch(after *queue.Batch) *prefetch {
 		if err != nil || b == nil || len(b.Events) == 0 || w.prep == nil {
 			return
 		}
-		f.p.payload = w.prep.prepare(b.Events)
+		f.p.payload = w.prep.Prepare(b.Events)
 	}()
 	return f
 }

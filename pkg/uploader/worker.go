@@ -19,7 +19,7 @@ import (
 type worker struct {
 	q     *queue.Queue
 	dest  Destination
-	prep  preparer // dest, when it builds payloads ahead; else nil
+	prep  PreparingDestination // dest, when it builds payloads ahead; else nil
 	clock budget.Clock
 	rand  budget.RandFunc
 	log   *slog.Logger
