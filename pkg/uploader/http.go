@@ -138,4 +138,3 @@ func (d *httpDestination) bodyFor(events [][]byte, pre *body) (*body, error) {
 	}
 	return d.enc.encode(events, now)
 }
-
