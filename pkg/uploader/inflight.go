@@ -74,7 +74,9 @@ func (w *worker) dispatch() bool {
 			go func() { results <- result{w.carry(l), n, size} }()
 		}
 		if held.batches == 0 {
-			return !stop
+			// Close's deadline leaves nothing to lease while events are still queued: waitDue
+			// would call them due at once, and the worker would spin instead of exiting.
+			return !stop && w.runCtx.Err() == nil
 		}
 		select {
 		case r := <-results:
