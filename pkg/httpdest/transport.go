@@ -76,7 +76,9 @@ func newHTTPClient(cfg Config) (*http.Client, error) {
 	return &http.Client{Transport: tr, CheckRedirect: checkRedirect}, nil
 }
 
-// loadCAFile returns the system roots plus the PEM certificates in path.
+// LoadCAFile returns the system roots plus the PEM certificates in path (upload.ca_file), or an
+// error naming the key; the uploader's Config.Validate checks the file with it at start, so a
+// bad file is a configuration error rather than a failure of every attempt.
 func LoadCAFile(path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
