@@ -30,7 +30,7 @@ func (c *Config) validateDestination() error {
 }
 
 // destinationOptions are the uploader options of the chosen destination: none for http (the
-// uploader's built-in), WithDestination for kafka.
+// uploader's default, pkg/httpdest), WithDestination for kafka.
 func (c *Config) destinationOptions(log *slog.Logger) ([]uploader.Option, error) {
 	if c.Dest.Kind != "kafka" {
 		return nil, nil

@@ -1,6 +1,6 @@
 // Package freelist keeps a bounded number of values for reuse: the large buffers and writers
 // that serve every request or batch on outbox's hot paths (the agent's request bodies, the
-// uploader's body buffers and gzip writers).
+// HTTP destination's body buffers and gzip writers).
 //
 // Unlike a sync.Pool, a List does not drop its values at a garbage collection: for values of
 // hundreds of KiB that every request uses, building them again after each collection costs

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -113,8 +113,8 @@ func (st *attemptState) refused(err error) {
 // authOutcome is the outcome of an attempt whose credentials the cluster refused (SASL) or
 // did not authorize (ACLs): ClassAuthRefused, as the HTTP destination's 401 and 403, so the
 // uploader pauses delivery with the batch queued and probes until the cluster lets us in
-// (upload.on_auth_failure). The *uploader.ConfigError names the key to fix.
-func authOutcome(err error, written bool) uploader.Outcome {
+// (upload.on_auth_failure). The *delivery.ConfigError names the key to fix.
+func authOutcome(err error, written bool) delivery.Outcome {
 	code := kerrName(err)
 	if code == "" {
 		code = "sasl_refused" // the broker hung up instead of answering with an error code
@@ -123,21 +123,21 @@ func authOutcome(err error, written bool) uploader.Outcome {
 	if isAuthorizationError(err) {
 		why = fmt.Errorf("the cluster does not authorize our principal to produce (%w); grant it the ACL or fix upload.kafka.sasl", err)
 	}
-	return uploader.Outcome{
-		Class: uploader.ClassAuthRefused, Code: code, Written: written,
-		Err:    &uploader.ConfigError{Key: "upload.kafka.sasl", Err: why},
+	return delivery.Outcome{
+		Class: delivery.ClassAuthRefused, Code: code, Written: written,
+		Err:    &delivery.ConfigError{Key: "upload.kafka.sasl", Err: why},
 		Detail: []byte(why.Error()),
 	}
 }
 
 // outcome classifies an attempt every record of which has its answer.
-func (st *attemptState) outcome() uploader.Outcome {
+func (st *attemptState) outcome() delivery.Outcome {
 	st.mu.Lock()
 	err, failed := st.first, st.failed
 	st.mu.Unlock()
-	o := uploader.Outcome{Written: st.written.Load()}
+	o := delivery.Outcome{Written: st.written.Load()}
 	if err == nil {
-		o.Class = uploader.ClassSuccess
+		o.Class = delivery.ClassSuccess
 		return o
 	}
 	o.Err = err
@@ -145,9 +145,9 @@ func (st *attemptState) outcome() uploader.Outcome {
 	case sevAuth:
 		return authOutcome(err, o.Written)
 	case sevTooLarge:
-		o.Class, o.Code = uploader.ClassTooLarge, kerrName(err)
+		o.Class, o.Code = delivery.ClassTooLarge, kerrName(err)
 	case sevRejected:
-		o.Class, o.Code = uploader.ClassRejected, kerrName(err)
+		o.Class, o.Code = delivery.ClassRejected, kerrName(err)
 	default:
 		o = st.retryable(o, err)
 	}
@@ -158,8 +158,8 @@ func (st *attemptState) outcome() uploader.Outcome {
 // retryable classifies a transient failure: a retriable Kafka error by its name, a network
 // error by whether it can have reached a broker; throttling turns either into a wait of the
 // time the cluster asked for.
-func (st *attemptState) retryable(o uploader.Outcome, err error) uploader.Outcome {
-	o.Class = uploader.ClassRetryable
+func (st *attemptState) retryable(o delivery.Outcome, err error) delivery.Outcome {
+	o.Class = delivery.ClassRetryable
 	var ke *kerr.Error
 	switch {
 	case errors.As(err, &ke):
@@ -173,7 +173,7 @@ func (st *attemptState) retryable(o uploader.Outcome, err error) uploader.Outcom
 		o.NetError = netClass(err, st.written.Load())
 	}
 	if t := time.Duration(st.throttled.Load()); t > 0 {
-		o.Class, o.RetryAfter = uploader.ClassRateLimited, t
+		o.Class, o.RetryAfter = delivery.ClassRateLimited, t
 	}
 	return o
 }
@@ -181,38 +181,38 @@ func (st *attemptState) retryable(o uploader.Outcome, err error) uploader.Outcom
 // cutShort is the outcome of an attempt whose context ended before every record was
 // answered: Close's deadline (canceled: aborted, the worker stops) or upload.timeout (no
 // answer in time: a network timeout, or a wait on the cluster's throttle).
-func cutShort(ctx context.Context, st *attemptState) uploader.Outcome {
-	o := uploader.Outcome{Written: st.written.Load()}
+func cutShort(ctx context.Context, st *attemptState) delivery.Outcome {
+	o := delivery.Outcome{Written: st.written.Load()}
 	left := st.left.Load()
 	if errors.Is(ctx.Err(), context.Canceled) {
-		o.Class, o.Err = uploader.ClassAborted, ctx.Err()
+		o.Class, o.Err = delivery.ClassAborted, ctx.Err()
 		return o
 	}
-	o.Class, o.NetError = uploader.ClassRetryable, st.netClass()
+	o.Class, o.NetError = delivery.ClassRetryable, st.netClass()
 	o.Err = fmt.Errorf("kafka: %d records not acknowledged within the attempt's timeout: %w", left, ctx.Err())
 	if t := time.Duration(st.throttled.Load()); t > 0 {
-		o.Class, o.RetryAfter = uploader.ClassRateLimited, t
+		o.Class, o.RetryAfter = delivery.ClassRateLimited, t
 	}
 	o.Detail = []byte(o.Err.Error())
 	return o
 }
 
 // netClass says whether any produce request of the attempt reached a broker.
-func (st *attemptState) netClass() uploader.NetErrorClass {
+func (st *attemptState) netClass() delivery.NetErrorClass {
 	if st.written.Load() {
-		return uploader.MaybeSent
+		return delivery.MaybeSent
 	}
-	return uploader.NeverSent
+	return delivery.NeverSent
 }
 
 // netClass classifies a network error: a dial that failed (refused, unreachable, DNS) cannot
 // have delivered anything, nor can any error when no produce request was written.
-func netClass(err error, written bool) uploader.NetErrorClass {
+func netClass(err error, written bool) delivery.NetErrorClass {
 	var op *net.OpError
 	if !written || (errors.As(err, &op) && op.Op == "dial") {
-		return uploader.NeverSent
+		return delivery.NeverSent
 	}
-	return uploader.NetworkErrorClass(err)
+	return delivery.NetworkErrorClass(err)
 }
 
 // kerrName is the Kafka name of err (MESSAGE_TOO_LARGE), or "" when it is not a Kafka error.

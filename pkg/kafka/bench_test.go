@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/kafka"
-	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -23,7 +23,7 @@ func BenchmarkSend(b *testing.B) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	for b.Loop() {
-		if o := d.Send(context.Background(), uploader.Batch{Events: evs}); o.Class != uploader.ClassSuccess {
+		if o := d.Send(context.Background(), delivery.Batch{Events: evs}); o.Class != delivery.ClassSuccess {
 			b.Fatalf("outcome %s: %v", o.Class, o.Err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -30,7 +30,7 @@ const metadataMinAge = time.Second
 // when Close's deadline cut several produces in flight and the brokers no longer answer.
 const closeWait = 500 * time.Millisecond
 
-// Destination produces batches into one topic. It implements uploader.BoundedDestination:
+// Destination produces batches into one topic. It implements delivery.BoundedDestination:
 // Send is safe for concurrent use (each call keeps its own state; the kgo client is shared),
 // up to MaxInFlight batches at once; Close is called once after the last Send.
 type Destination struct {
@@ -59,8 +59,8 @@ func (d *Destination) refused(err error) {
 
 // orRefused turns a transient outcome into the refusal of our credentials when that is what
 // the cluster last said.
-func (d *Destination) orRefused(o uploader.Outcome) uploader.Outcome {
-	if o.Class != uploader.ClassRetryable && o.Class != uploader.ClassRateLimited {
+func (d *Destination) orRefused(o delivery.Outcome) delivery.Outcome {
+	if o.Class != delivery.ClassRetryable && o.Class != delivery.ClassRateLimited {
 		return o
 	}
 	if p := d.authErr.Load(); p != nil {
@@ -71,7 +71,7 @@ func (d *Destination) orRefused(o uploader.Outcome) uploader.Outcome {
 	return o
 }
 
-var _ uploader.BoundedDestination = (*Destination)(nil)
+var _ delivery.BoundedDestination = (*Destination)(nil)
 
 // Option configures New.
 type Option func(*options)
@@ -195,10 +195,10 @@ func (d *Destination) Config() Config { return d.cfg }
 // them all, one failed, or ctx ends. When ctx ends first, Send returns at once: the records
 // still in flight are abandoned (kgo settles them in the background) and the batch stays
 // queued, to be produced again.
-func (d *Destination) Send(ctx context.Context, b uploader.Batch) uploader.Outcome {
+func (d *Destination) Send(ctx context.Context, b delivery.Batch) delivery.Outcome {
 	n := len(b.Events)
 	if n == 0 {
-		return uploader.Outcome{Class: uploader.ClassSuccess}
+		return delivery.Outcome{Class: delivery.ClassSuccess}
 	}
 	st := newAttempt(n)
 	d.live.add(st)

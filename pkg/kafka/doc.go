@@ -1,4 +1,4 @@
-// Package kafka delivers outbox batches into a Kafka topic: it is an uploader.Destination built
+// Package kafka delivers outbox batches into a Kafka topic: it is a delivery.Destination built
 // on franz-go (kgo). One event is one record; its value is the stored event JSON as it is
 // (never re-encoded), its key the event's messageId by default, so consumers can deduplicate.
 //
@@ -8,7 +8,7 @@
 // otherwise the whole batch stays queued and is produced again by the worker, so a record the
 // cluster already had may arrive twice (at-least-once: deduplicate on the key).
 //
-// Each attempt ends in one uploader.Outcome, mapped onto the worker's two budgets:
+// Each attempt ends in one delivery.Outcome, mapped onto the worker's two budgets:
 //
 //	every record acknowledged                          success
 //	retriable Kafka error (kerr.IsRetriable), broker   retryable (counted backoff); NetError
@@ -30,7 +30,7 @@
 // flight when the attempt's context ends (upload.timeout, or Close's deadline) is abandoned:
 // Send returns at once and the batch stays queued.
 //
-// The destination takes several batches at once (uploader.BoundedDestination): Send is safe
+// The destination takes several batches at once (delivery.BoundedDestination): Send is safe
 // for concurrent use, each call collecting its own records' answers, and one kgo client
 // carries them all. MaxInFlight is the producer's limit of produce requests in flight per
 // broker (5 for the idempotent producer): each batch spreads over the partitions, so that many
@@ -40,8 +40,9 @@
 // each batch is classified by its own records only. Close cuts every attempt in flight, and
 // their batches stay queued.
 //
-// The package is separate from pkg/uploader so that an application that does not deliver to
-// Kafka does not link franz-go. Use it with uploader.WithDestination:
+// The package is separate from pkg/uploader, and built only on the seam of pkg/delivery, so
+// that an application that does not deliver to Kafka does not link franz-go. Use it with
+// uploader.WithDestination:
 //
 //	dest, err := kafka.New(kafka.Config{Brokers: []string{"kafka-1:9092"}, Topic: "events"})
 //	if err != nil { ... }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/kafka"
-	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -55,11 +55,11 @@ func trackEvents(prefix string, n int) ([][]byte, []string) {
 }
 
 // send sends evs through d with a bounded context.
-func send(t testing.TB, d uploader.Destination, evs [][]byte) uploader.Outcome {
+func send(t testing.TB, d delivery.Destination, evs [][]byte) delivery.Outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	return d.Send(ctx, uploader.Batch{Events: evs})
+	return d.Send(ctx, delivery.Batch{Events: evs})
 }
 
 // consumed is one record read back.
@@ -97,7 +97,7 @@ func consumeAll(t testing.TB, c *kfake.Cluster, topic string, want int) []consum
 }
 
 // mustClass fails unless o has the class want.
-func mustClass(t testing.TB, o uploader.Outcome, want uploader.Class) {
+func mustClass(t testing.TB, o delivery.Outcome, want delivery.Class) {
 	t.Helper()
 	if o.Class != want {
 		t.Fatalf("outcome %s (code %q, net %q, err %v, detail %q), want %s", o.Class, o.Code, o.NetError, o.Err, o.Detail, want)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/kafka"
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,9 +43,9 @@ func TestMaxInFlight_FollowsTheProducersInFlightLimitPerBroker(t *testing.T) {
 
 // sendAll sends every batch through d at once, one goroutine each, and returns their outcomes
 // in the batches' order.
-func sendAll(t *testing.T, d uploader.Destination, batches [][][]byte) []uploader.Outcome {
+func sendAll(t *testing.T, d delivery.Destination, batches [][][]byte) []delivery.Outcome {
 	t.Helper()
-	out := make([]uploader.Outcome, len(batches))
+	out := make([]delivery.Outcome, len(batches))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, evs := range batches {
@@ -76,7 +77,7 @@ func TestSend_SeveralBatchesAtOnce_EachDeliveredOnceWithItsOwnOutcome(t *testing
 		batches, ids = append(batches, evs), append(ids, bids...)
 	}
 	for i, o := range sendAll(t, d, batches) {
-		mustClass(t, o, uploader.ClassSuccess)
+		mustClass(t, o, delivery.ClassSuccess)
 		if o.Bytes != size(batches[i]) || !o.Written {
 			t.Errorf("batch %d: Bytes %d Written %v, want its own %d bytes and written", i, o.Bytes, o.Written, size(batches[i]))
 		}
@@ -90,10 +91,10 @@ func TestSend_SeveralBatchesAtOnce_EachDeliveredOnceWithItsOwnOutcome(t *testing
 func TestSend_SeveralBatchesAtOnce_ABrokerErrorOnOneBatchFailsThatBatchOnly(t *testing.T) {
 	tests := []struct {
 		err  *kerr.Error
-		want uploader.Class
+		want delivery.Class
 	}{
-		{kerr.InvalidRecord, uploader.ClassRejected},
-		{kerr.NotEnoughReplicas, uploader.ClassRetryable},
+		{kerr.InvalidRecord, delivery.ClassRejected},
+		{kerr.NotEnoughReplicas, delivery.ClassRetryable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.err.Message, func(t *testing.T) {
@@ -127,7 +128,7 @@ func TestSend_SeveralBatchesAtOnce_ABrokerErrorOnOneBatchFailsThatBatchOnly(t *t
 				t.Errorf("failed batch: code %q bytes %d, want %s and its own %d bytes", outs[0].Code, outs[0].Bytes, tt.err.Message, size(bad))
 			}
 			for i, o := range outs[1:] {
-				mustClass(t, o, uploader.ClassSuccess)
+				mustClass(t, o, delivery.ClassSuccess)
 				if o.Bytes != size(batches[i+1]) {
 					t.Errorf("batch %d: Bytes %d, want its own %d", i+1, o.Bytes, size(batches[i+1]))
 				}
@@ -154,7 +155,7 @@ func newCounting(d *kafka.Destination) *countingDest {
 	return &countingDest{Destination: d, full: make(chan struct{})}
 }
 
-func (c *countingDest) Send(ctx context.Context, b uploader.Batch) uploader.Outcome {
+func (c *countingDest) Send(ctx context.Context, b delivery.Batch) delivery.Outcome {
 	n := c.cur.Add(1)
 	defer c.cur.Add(-1)
 	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {

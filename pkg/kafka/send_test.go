@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/kafka"
-	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,7 +32,7 @@ func TestSend_EveryRecordConsumedBack_ValueByteIdentical_WithTheChosenKey(t *tes
 			d := newDest(t, c, kafka.Config{Key: tt.key, Compression: tt.compression})
 			evs, ids := trackEvents("rt", 200)
 			o := send(t, d, evs)
-			mustClass(t, o, uploader.ClassSuccess)
+			mustClass(t, o, delivery.ClassSuccess)
 			if !o.Written || o.Bytes == 0 {
 				t.Errorf("success outcome Written=%v Bytes=%d, want true and the bytes sent", o.Written, o.Bytes)
 			}
@@ -68,7 +68,7 @@ func TestSend_ValuesAreCopied_CallerMayReuseTheBufferAfterSend(t *testing.T) {
 	for i, ev := range evs {
 		orig[i] = bytes.Clone(ev)
 	}
-	mustClass(t, send(t, d, evs), uploader.ClassSuccess)
+	mustClass(t, send(t, d, evs), delivery.ClassSuccess)
 	for _, ev := range evs {
 		for i := range ev {
 			ev[i] = 'x'
@@ -91,7 +91,7 @@ func TestSend_RetriableError_IsRetryableWithItsName_ThenDelivered(t *testing.T) 
 	// decides, and the outcome names the Kafka error.
 	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
 	o := send(t, d, evs)
-	mustClass(t, o, uploader.ClassRetryable)
+	mustClass(t, o, delivery.ClassRetryable)
 	if o.Code != "NOT_ENOUGH_REPLICAS" || !errors.Is(o.Err, kerr.NotEnoughReplicas) {
 		t.Fatalf("outcome code %q err %v, want NOT_ENOUGH_REPLICAS", o.Code, o.Err)
 	}
@@ -99,7 +99,7 @@ func TestSend_RetriableError_IsRetryableWithItsName_ThenDelivered(t *testing.T) 
 
 	// A short failure kgo rides out inside one attempt.
 	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotLeaderForPartition, Count: 2})
-	mustClass(t, send(t, d, evs), uploader.ClassSuccess)
+	mustClass(t, send(t, d, evs), delivery.ClassSuccess)
 	got := consumeAll(t, c, topic, len(ids))
 	if len(got) != len(ids) {
 		t.Errorf("consumed %d records for %d events; the failed attempt wrote none, the retry each once", len(got), len(ids))
@@ -114,7 +114,7 @@ func TestSend_NonRetriableError_IsRejectedWithItsName(t *testing.T) {
 			c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: e, Count: -1})
 			evs, _ := trackEvents("rej", 20)
 			o := send(t, d, evs)
-			mustClass(t, o, uploader.ClassRejected)
+			mustClass(t, o, delivery.ClassRejected)
 			if o.Code != e.Message || !strings.Contains(string(o.Detail), e.Message) {
 				t.Fatalf("code %q detail %q, want both to name %s", o.Code, o.Detail, e.Message)
 			}
@@ -130,10 +130,10 @@ func TestSend_NotAuthorized_IsAuthRefusedNamingTheKey(t *testing.T) {
 			c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: e, Count: -1})
 			evs, _ := trackEvents("authz", 20)
 			o := send(t, d, evs)
-			mustClass(t, o, uploader.ClassAuthRefused)
-			var ce *uploader.ConfigError
+			mustClass(t, o, delivery.ClassAuthRefused)
+			var ce *delivery.ConfigError
 			if o.Code != e.Message || !errors.As(o.Err, &ce) || ce.Key != "upload.kafka.sasl" || !errors.Is(o.Err, e) {
-				t.Fatalf("code %q err %v, want %s as a *uploader.ConfigError on upload.kafka.sasl", o.Code, o.Err, e.Message)
+				t.Fatalf("code %q err %v, want %s as a *delivery.ConfigError on upload.kafka.sasl", o.Code, o.Err, e.Message)
 			}
 		})
 	}
@@ -147,16 +147,16 @@ func TestSend_OverTheClusterSizeLimit_IsTooLarge_HalvesFit(t *testing.T) {
 		kafka.WithClientOptions(kgo.ProducerLinger(300*time.Millisecond)))
 	evs, _ := trackEvents("big", 40) // about 8 KB
 	o := send(t, d, evs)
-	mustClass(t, o, uploader.ClassTooLarge)
+	mustClass(t, o, delivery.ClassTooLarge)
 	if o.Code != "MESSAGE_TOO_LARGE" {
 		t.Fatalf("code %q, want MESSAGE_TOO_LARGE", o.Code)
 	}
 	for _, half := range [][][]byte{evs[:10], evs[10:20], evs[20:30], evs[30:]} {
-		mustClass(t, send(t, d, half), uploader.ClassSuccess)
+		mustClass(t, send(t, d, half), delivery.ClassSuccess)
 	}
 	single := [][]byte{append([]byte(`{"messageId":"huge","pad":"`), append(bytes.Repeat([]byte("p"), 5000), `"}`...)...)}
 	o = send(t, d, single)
-	mustClass(t, o, uploader.ClassTooLarge)
+	mustClass(t, o, delivery.ClassTooLarge)
 }
 
 func TestSend_WrongSASLPassword_IsAuthRefusedWithAConfigError_NothingToDeadLetter(t *testing.T) {
@@ -189,13 +189,13 @@ func TestSend_WrongSASLPassword_IsAuthRefusedWithAConfigError_NothingToDeadLette
 			evs, _ := trackEvents("sasl", 5)
 			begin := time.Now()
 			o := send(t, d, evs)
-			mustClass(t, o, uploader.ClassAuthRefused)
+			mustClass(t, o, delivery.ClassAuthRefused)
 			if took := time.Since(begin); took > 5*time.Second {
 				t.Errorf("a refused login took %s to report", took)
 			}
-			var ce *uploader.ConfigError
+			var ce *delivery.ConfigError
 			if !errors.As(o.Err, &ce) || !strings.Contains(o.Err.Error(), "SASL") {
-				t.Fatalf("err %v, want a *uploader.ConfigError that says SASL", o.Err)
+				t.Fatalf("err %v, want a *delivery.ConfigError that says SASL", o.Err)
 			}
 			if tt.refuseLikeKafka && (o.Code != "SASL_AUTHENTICATION_FAILED" || !errors.Is(o.Err, kerr.SaslAuthenticationFailed)) {
 				t.Errorf("code %q err %v, want SASL_AUTHENTICATION_FAILED", o.Code, o.Err)
@@ -205,7 +205,7 @@ func TestSend_WrongSASLPassword_IsAuthRefusedWithAConfigError_NothingToDeadLette
 			}
 
 			good := newDest(t, c, kafka.Config{SASL: kafka.SASLConfig{Mechanism: tt.mechanism, Username: "outbox", Password: "right-password"}})
-			mustClass(t, send(t, good, evs), uploader.ClassSuccess)
+			mustClass(t, send(t, good, evs), delivery.ClassSuccess)
 		})
 	}
 }
@@ -224,8 +224,8 @@ func TestSend_NoBrokerListening_IsRetryableNeverSent(t *testing.T) {
 	defer d.Close()
 	evs, _ := trackEvents("down", 3)
 	o := send(t, d, evs)
-	mustClass(t, o, uploader.ClassRetryable)
-	if o.NetError != uploader.NeverSent || o.Written {
+	mustClass(t, o, delivery.ClassRetryable)
+	if o.NetError != delivery.NeverSent || o.Written {
 		t.Fatalf("net error %q written %v, want never_sent and not written (err %v)", o.NetError, o.Written, o.Err)
 	}
 }
@@ -245,18 +245,18 @@ func TestSend_BrokerNeverAnswers_ReturnsAtTheDeadline_MaybeSent_CloseIsPrompt(t 
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	begin := time.Now()
-	o := d.Send(ctx, uploader.Batch{Events: evs})
+	o := d.Send(ctx, delivery.Batch{Events: evs})
 	if took := time.Since(begin); took > 3*time.Second {
 		t.Fatalf("Send took %s after a 500ms deadline", took)
 	}
-	mustClass(t, o, uploader.ClassRetryable)
-	if o.NetError != uploader.MaybeSent || !o.Written {
+	mustClass(t, o, delivery.ClassRetryable)
+	if o.NetError != delivery.MaybeSent || !o.Written {
 		t.Fatalf("net error %q written %v, want maybe_sent and written", o.NetError, o.Written)
 	}
 
 	cctx, ccancel := context.WithCancel(context.Background())
 	ccancel()
-	mustClass(t, d.Send(cctx, uploader.Batch{Events: evs}), uploader.ClassAborted)
+	mustClass(t, d.Send(cctx, delivery.Batch{Events: evs}), delivery.ClassAborted)
 
 	begin = time.Now()
 	_ = d.Close()
@@ -289,8 +289,8 @@ func TestSend_ThrottledAndFailing_IsRateLimitedForTheThrottleTime(t *testing.T) 
 	evs, _ := trackEvents("throttle", 10)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	o := d.Send(ctx, uploader.Batch{Events: evs})
-	mustClass(t, o, uploader.ClassRateLimited)
+	o := d.Send(ctx, delivery.Batch{Events: evs})
+	mustClass(t, o, delivery.ClassRateLimited)
 	if o.RetryAfter != 30*time.Second {
 		t.Fatalf("RetryAfter %s, want the cluster's 30s throttle", o.RetryAfter)
 	}
@@ -302,7 +302,7 @@ func TestSend_EmptyBatch_IsSuccessWithoutProducing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	mustClass(t, d.Send(context.Background(), uploader.Batch{}), uploader.ClassSuccess)
+	mustClass(t, d.Send(context.Background(), delivery.Batch{}), delivery.ClassSuccess)
 	if d.Name() != "kafka" {
 		t.Errorf("Name %q, want kafka", d.Name())
 	}

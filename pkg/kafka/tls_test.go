@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/kafka"
-	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -22,7 +22,7 @@ func TestSend_TLS_TrustsTheCAFile_RefusesAnUnknownCA(t *testing.T) {
 
 	d := newDest(t, c, kafka.Config{TLS: true, CAFile: caFile})
 	evs, ids := trackEvents("tls", 10)
-	mustClass(t, send(t, d, evs), uploader.ClassSuccess)
+	mustClass(t, send(t, d, evs), delivery.ClassSuccess)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -45,8 +45,8 @@ func TestSend_TLS_TrustsTheCAFile_RefusesAnUnknownCA(t *testing.T) {
 	// was sent, retried through the budget.
 	untrusting := newDest(t, c, kafka.Config{TLS: true})
 	o := send(t, untrusting, evs)
-	mustClass(t, o, uploader.ClassRetryable)
-	if o.NetError != uploader.NeverSent {
+	mustClass(t, o, delivery.ClassRetryable)
+	if o.NetError != delivery.NeverSent {
 		t.Fatalf("net error %q (err %v), want never_sent", o.NetError, o.Err)
 	}
 }

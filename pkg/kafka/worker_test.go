@@ -12,6 +12,7 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/kafka"
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,7 +23,7 @@ import (
 
 // openClient opens an embedded client on a fresh data directory that delivers to d, on an
 // auto-advancing fake clock: budget waits pass at once, kgo's own waits are real and short.
-func openClient(t testing.TB, d uploader.Destination, edit func(*uploader.Config), opts ...uploader.Option) *uploader.Client {
+func openClient(t testing.TB, d delivery.Destination, edit func(*uploader.Config), opts ...uploader.Option) *uploader.Client {
 	t.Helper()
 	cfg := uploader.DefaultConfig()
 	cfg.DataDir = t.TempDir()

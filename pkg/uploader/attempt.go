@@ -59,7 +59,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 		}
 		return next{kind: nextStop}
 	}
-	o = o.normalized()
+	o = normalized(o)
 	w.observeAttempt(o, took)
 	if o.Class == ClassSuccess {
 		w.resumed()
@@ -72,7 +72,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	} else {
 		ackErr = w.settle()
 	}
-	w.recordResult(o.code(), o.Class == ClassSuccess)
+	w.recordResult(resultCode(o), o.Class == ClassSuccess)
 	if o.Class == ClassAborted {
 		return orRestart(next{kind: nextPause, err: o.Err}, ackErr)
 	}
@@ -84,13 +84,13 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	if ackErr != nil {
 		// The batch before b is still queued: b's outcome is not routed (no retry state, no
 		// dead letter, no ack); the worker starts again from the head and sends both again.
-		w.log.Warn("the previous batch is not acknowledged; sending again from it", "events", len(b.Events), "code", o.code())
+		w.log.Warn("the previous batch is not acknowledged; sending again from it", "events", len(b.Events), "code", resultCode(o))
 		n = next{kind: nextRestart, err: ackErr}
 	} else {
 		n = w.route(t)
 	}
 	if w.hooks.OnAttempt != nil {
-		w.hooks.OnAttempt(AttemptInfo{Events: len(b.Events), Code: o.code(), Duration: took, Retry: retryCount, Path: pathOf(n)})
+		w.hooks.OnAttempt(AttemptInfo{Events: len(b.Events), Code: resultCode(o), Duration: took, Retry: retryCount, Path: pathOf(n)})
 	}
 	return n
 }
@@ -123,21 +123,21 @@ func (w *worker) route(t *tried) next {
 		return w.retryOrDead(t, PathBackoff, wait, err)
 	case ClassTooLarge:
 		if split && n > 1 {
-			w.log.Info("batch too large for the destination; splitting", "events", n, "code", t.o.code())
+			w.log.Info("batch too large for the destination; splitting", "events", n, "code", resultCode(t.o))
 			return next{kind: nextSplit}
 		}
-		return w.dead(t, fmt.Sprintf("too large: %s", t.o.describe()))
+		return w.dead(t, fmt.Sprintf("too large: %s", describe(t.o)))
 	case ClassAuthRefused:
 		if w.settings().onAuth != OnAuthFailureDeadLetter {
 			return w.refused(t)
 		}
-		return w.dead(t, fmt.Sprintf("rejected: %s", t.o.describe()))
+		return w.dead(t, fmt.Sprintf("rejected: %s", describe(t.o)))
 	default: // rejected
 		if split && n > 1 && (t.o.Status == 400 || t.o.Status == 422) {
 			w.log.Info("batch rejected; splitting to isolate bad events", "events", n, "status", t.o.Status)
 			return next{kind: nextSplit}
 		}
-		return w.dead(t, fmt.Sprintf("rejected: %s", t.o.describe()))
+		return w.dead(t, fmt.Sprintf("rejected: %s", describe(t.o)))
 	}
 }
 
@@ -145,7 +145,7 @@ func (w *worker) route(t *tried) next {
 // the budget is spent.
 func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent error) next {
 	if spent != nil {
-		return w.dead(t, fmt.Sprintf("%v (last: %s)", spent, t.o.describe()))
+		return w.dead(t, fmt.Sprintf("%v (last: %s)", spent, describe(t.o)))
 	}
 	if err := w.q.SaveRetry(t.b, t.bud.State()); err != nil {
 		w.log.Warn("save retry state", "error", err)
@@ -175,7 +175,7 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 	if w.hooks.OnRetry != nil {
 		w.hooks.OnRetry(path, wait)
 	}
-	return next{kind: nextWait, path: path, wait: wait, err: t.o.asError()}
+	return next{kind: nextWait, path: path, wait: wait, err: asError(t.o)}
 }
 
 // orRestart is n, or a restart from the head when the previous batch's ack failed.

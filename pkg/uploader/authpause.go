@@ -115,16 +115,16 @@ func (c *Client) probeAuthNow() {
 // upload.on_auth_failure: pause. The batch stays queued with its budget untouched (no retry
 // counted, no X-Retry-Count); the gate holds it, as the head's probe or behind it.
 func (w *worker) refused(t *tried) next {
-	code, key := t.o.code(), w.authKey(t.o)
+	code, key := resultCode(t.o), w.authKey(t.o)
 	began, warn := w.gate.refuse(code, key)
 	w.board.count(func(c *Counters) { c.AuthRefusals++ })
 	if warn {
 		// describe is what the destination said (a status and a body snippet, a SASL error):
 		// never our credential, which no answer carries.
 		w.log.Warn(w.authMessage(code, key)+"; delivery is paused, the queue kept", "began", began,
-			"probe_every", authProbeInterval.String(), "answer", t.o.describe())
+			"probe_every", authProbeInterval.String(), "answer", describe(t.o))
 	}
-	return next{kind: nextRefused, err: t.o.asError()}
+	return next{kind: nextRefused, err: asError(t.o)}
 }
 
 // resumed ends a pause on refused credentials after a success, and says so.

@@ -12,6 +12,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
+	"github.com/outboxhq/outbox/pkg/httpdest"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -23,6 +24,7 @@ type Client struct {
 	cfg    Config
 	q      *queue.Queue
 	w      *worker
+	http   *httpdest.Destination // the one Open built (nil with WithDestination): Reconfigure rekeys it
 	board  *board
 	log    *slog.Logger
 	hooks  Hooks
@@ -59,12 +61,13 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	dest := o.destination
+	var hd *httpdest.Destination
 	if dest == nil {
-		d, err := newHTTPDestination(cfg.Upload, o, o.clock, o.logger)
-		if err != nil {
+		var err error
+		if hd, err = newHTTPDestination(cfg.Upload, o); err != nil {
 			return nil, err
 		}
-		dest = d
+		dest = hd
 	}
 	c := &Client{
 		cfg:    cfg,
@@ -73,6 +76,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		hooks:  o.hooks,
 		evOpts: event.Options{Limits: event.Limits{MaxEventBytes: cfg.Limits.MaxEventBytes}},
 
+		http:        hd,
 		credentials: cfg.Upload.WriteKey,
 		headers:     maps.Clone(cfg.Upload.Headers),
 	}

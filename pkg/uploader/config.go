@@ -14,6 +14,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
+	"github.com/outboxhq/outbox/pkg/httpdest"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -226,7 +227,7 @@ func (c Config) Validate() error {
 		bad("upload.max_concurrency", c.Upload.MaxConcurrency, "must be between 1 and 1024")
 	}
 	if c.Upload.CAFile != "" {
-		if _, err := loadCAFile(c.Upload.CAFile); err != nil {
+		if _, err := httpdest.LoadCAFile(c.Upload.CAFile); err != nil {
 			problems = append(problems, &errs.KeyError{Key: "upload.ca_file", Err: err})
 		}
 	}
@@ -252,7 +253,7 @@ func (c Config) Validate() error {
 	if c.Batch.MaxEvents < 0 {
 		bad("batch.max_events", c.Batch.MaxEvents, "must be greater than zero")
 	}
-	if minBytes := envelopeBytes + c.Limits.MaxEventBytes; c.Batch.MaxBytes < minBytes {
+	if minBytes := httpdest.EnvelopeBytes + c.Limits.MaxEventBytes; c.Batch.MaxBytes < minBytes {
 		problems = append(problems, &errs.KeyError{Key: "batch.max_bytes", Related: []string{"limits.max_event_bytes"},
 			Err: fmt.Errorf("batch.max_bytes %d: must hold one event of limits.max_event_bytes (at least %d)", c.Batch.MaxBytes, minBytes)})
 	}

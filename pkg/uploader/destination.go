@@ -1,64 +1,76 @@
 package uploader
 
-import "context"
+import (
+	"net/http"
+	"time"
 
-// Destination is where the worker delivers batches. The worker owns the queue side (leases,
-// acks, retry budgets, splits and dead letters); a destination only sends one batch and says
-// what happened, as an Outcome:
-//
-//	ClassSuccess      the destination has every event of the batch: it is acked
-//	ClassRateLimited  the destination asked to wait RetryAfter: the rate-limit budget
-//	ClassRetryable    a transient failure (NetError says never_sent or maybe_sent for the
-//	                  network): the counted backoff budget
-//	ClassTooLarge     the batch (or one event of it) is over the destination's size limit:
-//	                  split in half, a single event is dead-lettered
-//	ClassRejected     refused for good: dead-lettered with Detail (or split, for a 400/422
-//	                  of the HTTP destination, to isolate the bad events)
-//	ClassAborted      nothing was sent because of us (a request hook, our configuration):
-//	                  no budget is spent and the batch stays queued
-//	ClassAuthRefused  the destination refused our credentials: delivery pauses, the batch
-//	                  stays queued and the head batch is probed about once a minute
-//	                  (upload.on_auth_failure: dead_letter takes the rejected way instead)
-//
-// The HTTP destination, to a Segment-compatible collector, is built in (the default). Others
-// live in their own packages (pkg/kafka) and are passed to Open with WithDestination, so an
-// application that does not use them does not link them.
-type Destination interface {
-	// Name names the kind of destination for status and logs ("http", "kafka").
-	Name() string
-	// Send delivers one batch. It must return soon after ctx ends (Close's deadline, or the
-	// per-attempt upload.timeout); the worker then treats the attempt as cut short, not as an
-	// outcome. It is called for one batch at a time, unless the destination implements
-	// BoundedDestination (then from several goroutines at once, up to its bound).
-	Send(ctx context.Context, b Batch) Outcome
-	// Close releases the destination's connections. The client calls it once, after the
-	// worker's last Send.
-	Close() error
+	"github.com/outboxhq/outbox/pkg/delivery"
+	"github.com/outboxhq/outbox/pkg/httpdest"
+)
+
+// The destination seam is pkg/delivery's, and the HTTP destination's policy pieces are
+// pkg/httpdest's; these aliases keep the names an application of the uploader uses in this
+// package, so it can pass a destination or wrap the classifier without importing either.
+type (
+	// Destination is where the worker delivers batches (delivery.Destination).
+	Destination = delivery.Destination
+	// BoundedDestination is a destination that takes several batches at once
+	// (delivery.BoundedDestination).
+	BoundedDestination = delivery.BoundedDestination
+	// PreparingDestination is a destination that builds a batch's payload ahead of its first
+	// attempt (delivery.PreparingDestination).
+	PreparingDestination = delivery.PreparingDestination
+	// Batch is one batch as a destination sees it (delivery.Batch).
+	Batch = delivery.Batch
+	// Outcome is what a destination says about one attempt (delivery.Outcome).
+	Outcome = delivery.Outcome
+	// Class is the outcome of one attempt (delivery.Class).
+	Class = delivery.Class
+	// NetErrorClass says whether a failed attempt may have reached the destination
+	// (delivery.NetErrorClass).
+	NetErrorClass = delivery.NetErrorClass
+	// ConfigError is a failure caused by our own configuration before anything was sent
+	// (delivery.ConfigError).
+	ConfigError = delivery.ConfigError
+
+	// ClassifyFunc classifies one HTTP attempt (httpdest.ClassifyFunc); WithClassifier takes one.
+	ClassifyFunc = httpdest.ClassifyFunc
+	// RequestHook is called on every HTTP attempt's request (httpdest.RequestHook);
+	// WithRequestHook takes one.
+	RequestHook = httpdest.RequestHook
+	// HookError wraps an error returned by the RequestHook (httpdest.HookError).
+	HookError = httpdest.HookError
+)
+
+// The classes, as delivery names them.
+const (
+	ClassSuccess     = delivery.ClassSuccess
+	ClassRateLimited = delivery.ClassRateLimited
+	ClassRetryable   = delivery.ClassRetryable
+	ClassTooLarge    = delivery.ClassTooLarge
+	ClassRejected    = delivery.ClassRejected
+	ClassAborted     = delivery.ClassAborted
+	ClassAuthRefused = delivery.ClassAuthRefused
+)
+
+// The network error classes, as delivery names them.
+const (
+	NeverSent = delivery.NeverSent
+	MaybeSent = delivery.MaybeSent
+)
+
+// Classify is the HTTP destination's default classifier, httpdest.Classify: wrap it to change
+// part of the policy and pass the result to WithClassifier.
+func Classify(resp *http.Response, err error, now time.Time) Outcome {
+	return httpdest.Classify(resp, err, now)
 }
 
-// Batch is one batch as a destination sees it.
-type Batch struct {
-	// Events are the stored event JSON objects, oldest first, to be sent as they are (spliced,
-	// never re-encoded). They are read-only and valid until Send returns: the worker reuses
-	// their memory for later batches, so a destination that needs them longer copies them.
-	Events [][]byte
-	// Retry is how many attempts of this batch came before this one (0 on its first), the
-	// HTTP destination's X-Retry-Count.
-	Retry int
-	// Prepared is the payload a PreparingDestination built ahead of this attempt with
-	// Prepare, or nil (every retry, and any destination that does not prepare). Send owns it:
-	// it sends it or releases it.
-	Prepared any
-}
+// IsRetryableStatus reports whether an HTTP status is worth retrying (httpdest.IsRetryableStatus),
+// for a classifier of one's own.
+func IsRetryableStatus(code int) bool { return httpdest.IsRetryableStatus(code) }
 
-// PreparingDestination is a Destination that builds a batch's payload ahead of its first
-// attempt, while the batch before it is in flight (the HTTP destination builds its gzipped
-// body so). The worker calls Prepare on the goroutine that leases the next batch and hands
-// the payload to Send in Batch.Prepared; a payload that will not be sent (the client stops,
-// the lease fails) goes back through Release. Prepare may return nil: Send then builds its
-// payload itself.
-type PreparingDestination interface {
-	Destination
-	Prepare(events [][]byte) any
-	Release(payload any)
+// ParseRetryAfter parses a Retry-After header value relative to now (httpdest.ParseRetryAfter),
+// for a classifier of one's own.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	return httpdest.ParseRetryAfter(v, now)
 }

@@ -1,10 +1,14 @@
 // Package uploader is outbox's embeddable client: a durable queue on a data directory (pkg/queue)
 // and one worker goroutine that drains it into batches for a destination — by default HTTP POSTs
-// to a Segment-compatible collector, or any Destination passed with WithDestination (pkg/kafka)
-// — retrying through two budgets (pkg/budget) and dead-lettering what cannot be delivered. The
-// Client is the intake and the lifecycle; the worker (worker.go, attempt.go, pipeline.go) is the
-// consumer side; a Destination only sends one batch and says what happened (an Outcome). The
-// agent (pkg/agent) is this client behind an HTTP intake.
+// to a Segment-compatible collector (pkg/httpdest, built by Open from the upload.* keys), or any
+// Destination passed with WithDestination (pkg/kafka) — retrying through two budgets
+// (pkg/budget) and dead-lettering what cannot be delivered. The Client is the intake and the
+// lifecycle; the worker (worker.go, attempt.go, pipeline.go) is the consumer side; a
+// Destination only sends one batch and says what happened (an Outcome). Destination, Batch,
+// Outcome and the classes are pkg/delivery's, the seam every destination is built on, and this
+// package names them too, as it names the HTTP destination's Classify, ClassifyFunc,
+// IsRetryableStatus, ParseRetryAfter, RequestHook and HookError. The agent (pkg/agent) is this
+// client behind an HTTP intake.
 //
 // # Using it
 //
@@ -90,18 +94,13 @@
 // order; retry states are saved per batch. Close cuts every wait and, at its deadline, every
 // request in flight; what is not delivered stays queued.
 //
-// The body is {"batch":[e1,e2,…],"sentAt":"<RFC 3339 ms>"} with the stored event bytes spliced
-// in (never re-encoded), gzip-compressed when upload.gzip. A batch's body is built once for
-// its first attempt (ahead of it, while the batch before is in flight); it is built again,
-// with a new sentAt (collectors correct event timestamps with it), for a retry, which follows
-// a wait, and when it waited more than a second to be sent. Every attempt builds its request
-// anew: Content-Type, Content-Encoding, Basic auth from upload.write_key, User-Agent
-// outbox/<version>, upload.headers, the RequestHook, and X-Retry-Count — absent on a batch's
-// first attempt, then 1, 2, 3 … for every retry, rate-limited ones included. The halves of a
-// split batch are new batches (no X-Retry-Count on their first attempt). upload.timeout bounds
-// one attempt. Only 307 and 308 redirects are followed (same method and body, at most 3 hops,
-// never from https to http); a 301, 302 or 303 is returned as is and rejected, because
-// following it would send a body-less GET and lose the batch.
+// The HTTP destination (pkg/httpdest has its model) splices the stored events into the Segment
+// body {"batch":[…],"sentAt":…}, gzipped when upload.gzip, built ahead of a batch's first
+// attempt; every attempt builds its request anew (Basic auth from upload.write_key,
+// upload.headers, the RequestHook, and X-Retry-Count: absent on a batch's first attempt, then
+// 1, 2, 3 … for every retry, rate-limited ones included). The halves of a split batch are new
+// batches (no X-Retry-Count on their first attempt). upload.timeout bounds one attempt. Only 307
+// and 308 redirects are followed; a 301, 302 or 303 is rejected.
 //
 // Classify (replaceable with WithClassifier) puts each attempt in one class. A rate-limited
 // attempt waits min(Retry-After, retry.retry_after_cap) and does not spend the retry count; the
@@ -127,7 +126,8 @@
 // Reconfigure changes batch.*, retry.*, upload.write_key, upload.headers, upload.timeout,
 // upload.concurrency and upload.split_rejected of a running client (live.go, reconfigure.go):
 // one atomic swap of the settings, which the worker reads at the start of each lease and of
-// each attempt, and of the HTTP destination's request builder, which each attempt reads once.
+// each attempt, and of the HTTP destination's credentials (httpdest's SetCredentials), which
+// each attempt reads once.
 // An attempt in flight finishes with what it read; a batch's retry budget is set when it is
 // leased; the FIFO loop drops the batch it leased ahead and leases again from the head with the
 // new settings. A change of upload.concurrency between 1 and more moves the worker between the

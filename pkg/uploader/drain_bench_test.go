@@ -50,9 +50,8 @@ func fillQueue(b *testing.B, dir string, n int) {
 }
 
 // BenchmarkDrain measures events/s from a pre-filled queue into a loopback sink, with gzip on
-// and off (acks not fsynced), with gzip and fsync'd acks (queue.sync: always, the default),
-// next to the gzip-only ceiling: compressing the same bodies with the same pooled writers and
-// nothing else.
+// and off (acks not fsynced), and with gzip and fsync'd acks (queue.sync: always, the default).
+// pkg/httpdest's BenchmarkEncode is the gzip-only ceiling beside it.
 func BenchmarkDrain(b *testing.B) {
 	for _, run := range []struct {
 		gz   bool
@@ -100,25 +99,4 @@ func BenchmarkDrain(b *testing.B) {
 			b.ReportMetric(float64(benchEvents*b.N)/total.Seconds(), "events/s")
 		})
 	}
-	b.Run("gzip-only", func(b *testing.B) {
-		enc := newEncoder(true)
-		batch := make([][]byte, DefaultBatchMaxEvents)
-		for i := range batch {
-			batch[i] = benchEvent(i)
-		}
-		batches := benchEvents / len(batch)
-		b.SetBytes(int64(batches * EncodedSize(batch)))
-		b.ResetTimer()
-		start := time.Now()
-		for i := 0; i < b.N; i++ {
-			for j := 0; j < batches; j++ {
-				body, err := enc.encode(batch, time.Now())
-				if err != nil {
-					b.Fatal(err)
-				}
-				body.Release()
-			}
-		}
-		b.ReportMetric(float64(batches*len(batch)*b.N)/time.Since(start).Seconds(), "events/s")
-	})
 }

@@ -26,30 +26,6 @@ func (e *WaitingError) Error() string {
 // Unwrap returns the failure that caused the wait.
 func (e *WaitingError) Unwrap() error { return e.Err }
 
-// HookError wraps an error returned by the RequestHook. It is not a network error: it spends no
-// retry budget and the batch stays queued. errors.Is/As reach the hook's own error.
-type HookError struct{ Err error }
-
-// Error returns the hook's error text with a prefix.
-func (e *HookError) Error() string { return "uploader: request hook: " + e.Err.Error() }
-
-// Unwrap returns the hook's error.
-func (e *HookError) Unwrap() error { return e.Err }
-
-// ConfigError is a failure caused by our own configuration before anything was sent (for
-// example an endpoint the HTTP client cannot use). Like HookError it spends no budget and the
-// batch stays queued.
-type ConfigError struct {
-	Key string // the configuration key at fault
-	Err error
-}
-
-// Error names the key.
-func (e *ConfigError) Error() string { return fmt.Sprintf("uploader: %s: %v", e.Key, e.Err) }
-
-// Unwrap returns the underlying error.
-func (e *ConfigError) Unwrap() error { return e.Err }
-
 // StatusError describes an attempt the collector answered with a non-2xx status. It is the
 // error carried by WaitingError and passed to dead-letter reasons.
 type StatusError struct {

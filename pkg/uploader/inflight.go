@@ -10,15 +10,6 @@ import (
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
-// BoundedDestination is implemented by a destination that can take several batches at once
-// (its Send is safe for concurrent use): MaxInFlight bounds how many (0: no bound of its own;
-// upload.concurrency and upload.max_concurrency still apply). A destination that does not
-// implement it gets one batch at a time, as Destination documents.
-type BoundedDestination interface {
-	Destination
-	MaxInFlight() int
-}
-
 // destinationBound is how many batches dest may take at once: 0 for no bound of its own.
 func destinationBound(dest Destination) int {
 	if b, ok := dest.(BoundedDestination); ok {

@@ -7,12 +7,6 @@ import (
 	"github.com/outboxhq/outbox/pkg/budget"
 )
 
-// RequestHook is called on every attempt's request after its headers are set, for example to
-// sign it or add a rotating credential. An error is reported as itself (wrapped in a
-// *HookError), is not a network error, spends no budget, and the batch stays queued; the
-// worker tries again after batch.interval.
-type RequestHook func(*http.Request) error
-
 // Option configures Open.
 type Option func(*options)
 
@@ -29,15 +23,19 @@ type options struct {
 	ackFault    func() error // white-box tests: an error fails an ack group before it reaches the queue
 }
 
-// WithHTTPClient sets the HTTP client. The uploader uses a shallow copy whose CheckRedirect is
-// replaced by its own policy (only 307/308, at most 3 hops, never https→http) and whose
-// Timeout is left as given; upload.timeout is applied per attempt through the request context.
+// WithHTTPClient sets the HTTP destination's client (httpdest.Config.HTTPClient). It uses a
+// shallow copy whose CheckRedirect is replaced by its own policy (only 307/308, at most 3 hops,
+// never https→http) and whose Timeout is left as given; upload.timeout is applied per attempt
+// through the request context.
 func WithHTTPClient(hc *http.Client) Option { return func(o *options) { o.httpClient = hc } }
 
-// WithTransport sets the RoundTripper of the default client (upload.ca_file is then ignored).
+// WithTransport sets the RoundTripper of the HTTP destination's default client
+// (upload.ca_file is then ignored).
 func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
 
-// WithRequestHook sets the per-attempt request hook.
+// WithRequestHook sets the HTTP destination's per-attempt request hook. An error from it is
+// reported as itself (a *HookError), is not a network error, spends no budget, and the batch
+// stays queued; the worker tries again after batch.interval.
 func WithRequestHook(h RequestHook) Option { return func(o *options) { o.hook = h } }
 
 // WithLogger sets the logger; nil discards.
@@ -47,7 +45,7 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // budgettest.Clock). Default budget.System.
 func WithClock(c budget.Clock) Option { return func(o *options) { o.clock = c } }
 
-// WithClassifier replaces the response classifier (default Classify).
+// WithClassifier replaces the HTTP destination's response classifier (default Classify).
 func WithClassifier(f ClassifyFunc) Option { return func(o *options) { o.classify = f } }
 
 // WithRand sets the random source of the backoff jitter, a func returning values in [0, 1).

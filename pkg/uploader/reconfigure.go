@@ -7,12 +7,6 @@ import (
 	"github.com/outboxhq/outbox/pkg/errs"
 )
 
-// reconfigurer is implemented by a destination that takes new upload settings while it runs
-// (the HTTP destination: upload.write_key and upload.headers).
-type reconfigurer interface {
-	reconfigure(cfg UploadConfig)
-}
-
 // Reconfigure changes the settings of a running client that can change without a new Open:
 // Batch (batch.*), Retry (retry.*), and of Upload the WriteKey, Headers, Timeout, OnAuthFailure,
 // Concurrency and SplitRejected. The other fields of cfg are not read: the data directory,
@@ -39,8 +33,8 @@ func (c *Client) Reconfigure(cfg Config) error {
 	}
 	c.reconf.Lock()
 	defer c.reconf.Unlock()
-	if r, ok := c.w.dest.(reconfigurer); ok {
-		r.reconfigure(cfg.Upload)
+	if c.http != nil {
+		c.http.SetCredentials(cfg.Upload.WriteKey, cfg.Upload.Headers)
 	}
 	s := newSettings(cfg)
 	c.w.live.Store(s)
@@ -68,13 +62,4 @@ func concurrencyName(fixed int) string {
 		return DefaultConcurrency
 	}
 	return fmt.Sprint(fixed)
-}
-
-// reconfigure swaps the request builder: the next attempt sends the new write key and
-// headers; the attempts in flight keep the builder they read.
-func (d *httpDestination) reconfigure(cfg UploadConfig) {
-	cur := d.rb.Load()
-	next := newRequestBuilder(cfg, cur.hook)
-	next.endpoint, next.gzip = cur.endpoint, cur.gzip // not live
-	d.rb.Store(next)
 }

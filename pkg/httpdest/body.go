@@ -1,4 +1,4 @@
-package uploader
+package httpdest
 
 import (
 	"bufio"
@@ -20,8 +20,9 @@ const (
 	bodySuffix = `"}`
 	// sentAtLayout is RFC 3339 with milliseconds, always in UTC ("Z").
 	sentAtLayout = "2006-01-02T15:04:05.000Z07:00"
-	// envelopeBytes is the size of the body without its events and commas.
-	envelopeBytes = len(bodyPrefix) + len(bodyMid) + len("2006-01-02T15:04:05.000Z") + len(bodySuffix)
+	// EnvelopeBytes is the size of the body without its events and commas: batch.max_bytes
+	// less it (and a comma per event) is what a batch's events may take.
+	EnvelopeBytes = len(bodyPrefix) + len(bodyMid) + len("2006-01-02T15:04:05.000Z") + len(bodySuffix)
 	// gzipLevel trades ratio for speed: analytics JSON compresses well even
 	// at the fastest level, and the drain is bound by compression.
 	gzipLevel = gzip.BestSpeed
@@ -31,7 +32,7 @@ const (
 // the envelope, the events and the commas between them. batch.max_bytes is
 // measured with it.
 func EncodedSize(events [][]byte) int {
-	n := envelopeBytes
+	n := EnvelopeBytes
 	for i, e := range events {
 		if i > 0 {
 			n++

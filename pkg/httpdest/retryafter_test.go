@@ -1,4 +1,4 @@
-package uploader_test
+package httpdest_test
 
 import (
 	"math/big"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/outboxhq/outbox/pkg/httpdest"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -29,9 +29,9 @@ func TestParseRetryAfter(t *testing.T) {
 		{"asctime date in the future", "Tue Mar  4 05:08:07 2025", now, 2 * time.Minute},
 		{"date with surrounding whitespace", "  Tue, 04 Mar 2025 05:06:08 GMT ", now, time.Second},
 		{"future date against a monotonic now", mono.UTC().Add(time.Hour).Format("Mon, 02 Jan 2006 15:04:05 GMT"), mono, time.Hour - time.Duration(mono.Nanosecond())},
-		{"huge delay-seconds saturates at MaxRetryAfter", "99999999999999999999999999999", now, uploader.MaxRetryAfter},
-		{"delay-seconds just over MaxRetryAfter saturates", "3153600001", now, uploader.MaxRetryAfter},
-		{"a date far in the future saturates", "Fri, 31 Dec 9999 23:59:59 GMT", now, uploader.MaxRetryAfter},
+		{"huge delay-seconds saturates at MaxRetryAfter", "99999999999999999999999999999", now, httpdest.MaxRetryAfter},
+		{"delay-seconds just over MaxRetryAfter saturates", "3153600001", now, httpdest.MaxRetryAfter},
+		{"a date far in the future saturates", "Fri, 31 Dec 9999 23:59:59 GMT", now, httpdest.MaxRetryAfter},
 		{"zero is absent", "0", now, 0},
 		{"many zeros are absent", "0000", now, 0},
 		{"negative is absent", "-1", now, 0},
@@ -51,7 +51,7 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, ok := uploader.ParseRetryAfter(tt.v, tt.now)
+			d, ok := httpdest.ParseRetryAfter(tt.v, tt.now)
 			if ok != (tt.want > 0) || d != tt.want {
 				t.Fatalf("ParseRetryAfter(%q) = %s, %v; want %s, %v", tt.v, d, ok, tt.want, tt.want > 0)
 			}
@@ -79,9 +79,9 @@ func FuzzParseRetryAfter(f *testing.F) {
 
 		if offset >= 0 {
 			digits := strings.Repeat("0", int(pick%4)) + strconv.FormatInt(offset, 10)
-			want := min(time.Duration(offset)*time.Second, uploader.MaxRetryAfter)
-			if offset > int64(uploader.MaxRetryAfter/time.Second) {
-				want = uploader.MaxRetryAfter // n s itself would overflow a Duration
+			want := min(time.Duration(offset)*time.Second, httpdest.MaxRetryAfter)
+			if offset > int64(httpdest.MaxRetryAfter/time.Second) {
+				want = httpdest.MaxRetryAfter // n s itself would overflow a Duration
 			}
 			wantRetryAfter(t, digits, now, want)
 		}
@@ -104,7 +104,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 		if format == time.RFC850 {
 			date = strings.Replace(date, "UTC", "GMT", 1)
 		}
-		wantRetryAfter(t, date, now, min(when.Sub(now), uploader.MaxRetryAfter))
+		wantRetryAfter(t, date, now, min(when.Sub(now), httpdest.MaxRetryAfter))
 	})
 }
 
@@ -112,8 +112,8 @@ func FuzzParseRetryAfter(f *testing.F) {
 // itself for a value of digits or one http.ParseTime reads.
 func checkRetryAfter(t *testing.T, v string, now time.Time) {
 	t.Helper()
-	d, ok := uploader.ParseRetryAfter(v, now)
-	if ok && (d <= 0 || d > uploader.MaxRetryAfter) {
+	d, ok := httpdest.ParseRetryAfter(v, now)
+	if ok && (d <= 0 || d > httpdest.MaxRetryAfter) {
 		t.Fatalf("ParseRetryAfter(%q) = %s, true: outside (0, MaxRetryAfter]", v, d)
 	}
 	if !ok && d != 0 {
@@ -122,15 +122,15 @@ func checkRetryAfter(t *testing.T, v string, now time.Time) {
 	s := strings.TrimSpace(v)
 	if s != "" && strings.Trim(s, "0123456789") == "" {
 		n, _ := new(big.Int).SetString(s, 10)
-		want := uploader.MaxRetryAfter
-		if n.Cmp(big.NewInt(int64(uploader.MaxRetryAfter/time.Second))) <= 0 {
+		want := httpdest.MaxRetryAfter
+		if n.Cmp(big.NewInt(int64(httpdest.MaxRetryAfter/time.Second))) <= 0 {
 			want = time.Duration(n.Int64()) * time.Second
 		}
 		wantRetryAfter(t, v, now, want)
 		return
 	}
 	if at, err := http.ParseTime(s); err == nil {
-		wantRetryAfter(t, v, now, min(at.Sub(now), uploader.MaxRetryAfter))
+		wantRetryAfter(t, v, now, min(at.Sub(now), httpdest.MaxRetryAfter))
 	}
 }
 
@@ -138,7 +138,7 @@ func checkRetryAfter(t *testing.T, v string, now time.Time) {
 func wantRetryAfter(t *testing.T, v string, now time.Time, want time.Duration) {
 	t.Helper()
 	want = max(want, 0)
-	d, ok := uploader.ParseRetryAfter(v, now)
+	d, ok := httpdest.ParseRetryAfter(v, now)
 	if d != want || ok != (want > 0) {
 		t.Fatalf("ParseRetryAfter(%q, %s) = %s, %v; want %s, %v", v, now.UTC(), d, ok, want, want > 0)
 	}

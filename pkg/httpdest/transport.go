@@ -1,4 +1,4 @@
-package uploader
+package httpdest
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/outboxhq/outbox/internal/version"
+	"github.com/outboxhq/outbox/pkg/delivery"
 )
 
 const (
@@ -29,7 +30,7 @@ const (
 	requestWriteBuffer = 64 << 10
 )
 
-// checkRedirect is the redirect policy of every client the uploader uses.
+// checkRedirect is the redirect policy of every client the destination uses.
 // Only 307 and 308 are followed: they keep the method and the body (Go's
 // client replays it through Request.GetBody). A 301, 302 or 303 would make
 // Go's client send a body-less GET that "succeeds" and loses the batch, so
@@ -58,7 +59,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 // the system roots when set. The per-attempt timeout is applied through the
 // request context, not Client.Timeout, so that shutdown and timeout share one
 // path.
-func newHTTPClient(cfg UploadConfig) (*http.Client, error) {
+func newHTTPClient(cfg Config) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = max(4, cfg.MaxConcurrency) // one kept connection per batch in flight
 	// A gzipped batch body (~40 KB for 500 events) then fits in the connection's buffer with
@@ -66,7 +67,7 @@ func newHTTPClient(cfg UploadConfig) (*http.Client, error) {
 	// net's generic copy, which allocates a 32 KiB buffer for every request.
 	tr.WriteBufferSize = requestWriteBuffer
 	if cfg.CAFile != "" {
-		pool, err := loadCAFile(cfg.CAFile)
+		pool, err := LoadCAFile(cfg.CAFile)
 		if err != nil {
 			return nil, err
 		}
@@ -75,8 +76,10 @@ func newHTTPClient(cfg UploadConfig) (*http.Client, error) {
 	return &http.Client{Transport: tr, CheckRedirect: checkRedirect}, nil
 }
 
-// loadCAFile returns the system roots plus the PEM certificates in path.
-func loadCAFile(path string) (*x509.CertPool, error) {
+// LoadCAFile returns the system roots plus the PEM certificates in path (upload.ca_file), or an
+// error naming the key; the uploader's Config.Validate checks the file with it at start, so a
+// bad file is a configuration error rather than a failure of every attempt.
+func LoadCAFile(path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("upload.ca_file %q: %w", path, err)
@@ -102,18 +105,24 @@ type requestBuilder struct {
 	hook      RequestHook
 }
 
-func newRequestBuilder(cfg UploadConfig, hook RequestHook) *requestBuilder {
-	rb := &requestBuilder{
+func newRequestBuilder(cfg Config) *requestBuilder {
+	return &requestBuilder{
 		endpoint:  cfg.Endpoint,
+		auth:      basicAuth(cfg.WriteKey),
 		userAgent: version.UserAgent(),
 		gzip:      cfg.Gzip,
 		headers:   maps.Clone(cfg.Headers),
-		hook:      hook,
+		hook:      cfg.Hook,
 	}
-	if cfg.WriteKey != "" {
-		rb.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":"))
+}
+
+// basicAuth is the Authorization value for a write key (the key as the user name, no
+// password), or "" without a key.
+func basicAuth(writeKey string) string {
+	if writeKey == "" {
+		return ""
 	}
-	return rb
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(writeKey+":"))
 }
 
 // build returns the request for one attempt. retryCount is the value of
@@ -124,7 +133,7 @@ func (rb *requestBuilder) build(ctx context.Context, p []byte, retryCount int) (
 	// which 307/308 redirects use to replay the body.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rb.endpoint, bytes.NewReader(p))
 	if err != nil {
-		return nil, &ConfigError{Key: "upload.endpoint", Err: err}
+		return nil, &delivery.ConfigError{Key: "upload.endpoint", Err: err}
 	}
 	for k, v := range rb.headers {
 		req.Header.Set(k, v)

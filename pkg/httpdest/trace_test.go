@@ -1,72 +1,22 @@
-package uploader_test
+package httpdest_test
 
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/outboxhq/outbox/pkg/delivery"
+	"github.com/outboxhq/outbox/pkg/httpdest"
 )
-
-func TestNetworkErrorClass_ByType(t *testing.T) {
-	dial := func(err error) error {
-		return &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1/batch",
-			Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", err)}}
-	}
-	conn := func(op string, err error) error {
-		return &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1/batch",
-			Err: &net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, err)}}
-	}
-	tests := []struct {
-		name string
-		err  error
-		want uploader.NetErrorClass
-	}{
-		{"DNS failure is never sent", &url.Error{Op: "Post", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}}, uploader.NeverSent},
-		{"bare DNS error is never sent", &net.DNSError{Err: "server misbehaving", Name: "x"}, uploader.NeverSent},
-		{"connection refused is never sent", dial(syscall.ECONNREFUSED), uploader.NeverSent},
-		{"host unreachable is never sent", dial(syscall.EHOSTUNREACH), uploader.NeverSent},
-		{"network unreachable is never sent", dial(syscall.ENETUNREACH), uploader.NeverSent},
-		{"connect timeout is never sent", dial(os.ErrDeadlineExceeded), uploader.NeverSent},
-		{"bare ECONNREFUSED is never sent", syscall.ECONNREFUSED, uploader.NeverSent},
-		{"TLS record header error is never sent", fmt.Errorf("Post: %w", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), uploader.NeverSent},
-		{"TLS local alert is never sent", fmt.Errorf("Post: %w", tls.AlertError(40)), uploader.NeverSent},
-		{"TLS remote alert is never sent", &net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}, uploader.NeverSent},
-		{"untrusted certificate is never sent", &url.Error{Op: "Post", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}, uploader.NeverSent},
-		{"hostname mismatch is never sent", x509.HostnameError{Host: "example.com"}, uploader.NeverSent},
-		{"expired certificate is never sent", x509.CertificateInvalidError{Reason: x509.Expired}, uploader.NeverSent},
-		{"an error marked not written is never sent", fmt.Errorf("%w: %w", uploader.ErrRequestNotWritten, io.EOF), uploader.NeverSent},
-		{"reset after writing may have been sent", conn("read", syscall.ECONNRESET), uploader.MaybeSent},
-		{"broken pipe while writing may have been sent", conn("write", syscall.EPIPE), uploader.MaybeSent},
-		{"EOF may have been sent", &url.Error{Op: "Post", Err: io.EOF}, uploader.MaybeSent},
-		{"unexpected EOF may have been sent", io.ErrUnexpectedEOF, uploader.MaybeSent},
-		{"read timeout may have been sent", conn("read", os.ErrDeadlineExceeded), uploader.MaybeSent},
-		{"context deadline may have been sent", &url.Error{Op: "Post", Err: context.DeadlineExceeded}, uploader.MaybeSent},
-		{"an unknown error may have been sent", errors.New("malformed HTTP response"), uploader.MaybeSent},
-		{"an error message mentioning refusal is not trusted", errors.New("connection refused"), uploader.MaybeSent},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := uploader.NetworkErrorClass(tt.err); got != tt.want {
-				t.Fatalf("NetworkErrorClass(%v) = %q, want %q", tt.err, got, tt.want)
-			}
-		})
-	}
-}
 
 // manualDeadline is a context whose deadline the test triggers: Done closes and Err becomes
 // context.DeadlineExceeded when expire is called, so a timeout is tested without waiting for one.
@@ -126,9 +76,9 @@ func readRequest(c net.Conn) error {
 
 // attempt posts a small batch the way the uploader does, optionally through a SendTrace, and
 // returns the classified outcome.
-func attempt(t *testing.T, client *http.Client, ctx context.Context, rawURL string, traced bool) uploader.Outcome {
+func attempt(t *testing.T, client *http.Client, ctx context.Context, rawURL string, traced bool) delivery.Outcome {
 	t.Helper()
-	var st uploader.SendTrace
+	var st httpdest.SendTrace
 	if traced {
 		ctx = st.Context(ctx)
 	}
@@ -146,7 +96,7 @@ func attempt(t *testing.T, client *http.Client, ctx context.Context, rawURL stri
 	if err == nil {
 		t.Fatalf("POST %s succeeded with %d; the test expects a transport error", rawURL, resp.StatusCode)
 	}
-	return uploader.Classify(resp, err, time.Now())
+	return httpdest.Classify(resp, err, time.Now())
 }
 
 func newClient() *http.Client {
@@ -181,17 +131,17 @@ func TestNetworkErrorClass_RealSockets(t *testing.T) {
 	tests := []struct {
 		name   string
 		server func(*testing.T) string
-		want   uploader.NetErrorClass
+		want   delivery.NetErrorClass
 	}{
-		{"a closed port is never sent", closedPort, uploader.NeverSent},
-		{"a reset after the request was read may have been sent", resetAfterRequest, uploader.MaybeSent},
-		{"an untrusted self-signed certificate is never sent", untrustedTLS, uploader.NeverSent},
+		{"a closed port is never sent", closedPort, delivery.NeverSent},
+		{"a reset after the request was read may have been sent", resetAfterRequest, delivery.MaybeSent},
+		{"an untrusted self-signed certificate is never sent", untrustedTLS, delivery.NeverSent},
 	}
 	for _, tt := range tests {
 		for _, traced := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/traced=%v", tt.name, traced), func(t *testing.T) {
 				o := attempt(t, newClient(), context.Background(), tt.server(t), traced)
-				if o.Class != uploader.ClassRetryable || o.NetError != tt.want || o.Status != 0 {
+				if o.Class != delivery.ClassRetryable || o.NetError != tt.want || o.Status != 0 {
 					t.Fatalf("got %+v (%v), want retryable %s", o, o.Err, tt.want)
 				}
 			})
@@ -221,7 +171,7 @@ func TestNetworkErrorClass_ServerNeverAnswers(t *testing.T) {
 		client := newClient()
 		client.Timeout = 50 * time.Millisecond
 		o := attempt(t, client, context.Background(), rawURL, false)
-		if o.Class != uploader.ClassRetryable || o.NetError != uploader.MaybeSent || !errors.Is(o.Err, context.DeadlineExceeded) {
+		if o.Class != delivery.ClassRetryable || o.NetError != delivery.MaybeSent || !errors.Is(o.Err, context.DeadlineExceeded) {
 			t.Fatalf("got %+v (%v), want retryable maybe_sent matching context.DeadlineExceeded", o, o.Err)
 		}
 		<-read
@@ -230,7 +180,7 @@ func TestNetworkErrorClass_ServerNeverAnswers(t *testing.T) {
 		ctx := newManualDeadline()
 		go func() { <-read; ctx.expire() }()
 		o := attempt(t, newClient(), ctx, rawURL, true)
-		if o.Class != uploader.ClassRetryable || o.NetError != uploader.MaybeSent || !errors.Is(o.Err, context.DeadlineExceeded) {
+		if o.Class != delivery.ClassRetryable || o.NetError != delivery.MaybeSent || !errors.Is(o.Err, context.DeadlineExceeded) {
 			t.Fatalf("got %+v (%v), want retryable maybe_sent matching context.DeadlineExceeded", o, o.Err)
 		}
 	})
@@ -251,13 +201,13 @@ func TestSendTrace_TimeoutDuringTLSHandshakeIsNeverSent(t *testing.T) {
 	})
 	for _, tt := range []struct {
 		traced bool
-		want   uploader.NetErrorClass
-	}{{false, uploader.MaybeSent}, {true, uploader.NeverSent}} {
+		want   delivery.NetErrorClass
+	}{{false, delivery.MaybeSent}, {true, delivery.NeverSent}} {
 		t.Run(fmt.Sprintf("traced=%v", tt.traced), func(t *testing.T) {
 			ctx := newManualDeadline()
 			go func() { <-accepted; ctx.expire() }()
 			o := attempt(t, newClient(), ctx, "https://"+addr+"/v1/batch", tt.traced)
-			if o.Class != uploader.ClassRetryable || o.NetError != tt.want || !errors.Is(o.Err, context.DeadlineExceeded) {
+			if o.Class != delivery.ClassRetryable || o.NetError != tt.want || !errors.Is(o.Err, context.DeadlineExceeded) {
 				t.Fatalf("got %+v (%v), want retryable %s matching context.DeadlineExceeded", o, o.Err, tt.want)
 			}
 		})
@@ -277,18 +227,18 @@ func TestSendTrace_CanceledContextStaysAborted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-accepted; cancel() }()
 	o := attempt(t, newClient(), ctx, "http://"+addr+"/v1/batch", true)
-	if o.Class != uploader.ClassAborted || !errors.Is(o.Err, context.Canceled) || o.NetError != "" {
+	if o.Class != delivery.ClassAborted || !errors.Is(o.Err, context.Canceled) || o.NetError != "" {
 		t.Fatalf("got %+v (%v), want aborted with context.Canceled", o, o.Err)
 	}
 }
 
 func TestSendTrace_WrapKeepsNilAndWrittenErrors(t *testing.T) {
-	var st uploader.SendTrace
+	var st httpdest.SendTrace
 	if st.Wrap(nil) != nil {
 		t.Fatal("Wrap(nil) is not nil")
 	}
 	err := st.Wrap(io.EOF)
-	if !errors.Is(err, uploader.ErrRequestNotWritten) || !errors.Is(err, io.EOF) {
+	if !errors.Is(err, delivery.ErrRequestNotWritten) || !errors.Is(err, io.EOF) {
 		t.Fatalf("Wrap before any write = %v, want ErrRequestNotWritten wrapping io.EOF", err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))

@@ -1,11 +1,11 @@
-package uploader_test
+package httpdest_test
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/uploader"
+	"github.com/outboxhq/outbox/pkg/httpdest"
 )
 
 func TestAppendBody_SplicesEventsAsStored(t *testing.T) {
@@ -21,11 +21,11 @@ func TestAppendBody_SplicesEventsAsStored(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := uploader.AppendBody(nil, tt.events, sentAt)
+			got := httpdest.AppendBody(nil, tt.events, sentAt)
 			if string(got) != tt.want {
 				t.Errorf("body = %s, want %s", got, tt.want)
 			}
-			if n := uploader.EncodedSize(tt.events); n != len(got) {
+			if n := httpdest.EncodedSize(tt.events); n != len(got) {
 				t.Errorf("EncodedSize = %d, body is %d bytes", n, len(got))
 			}
 			if !json.Valid(got) {

@@ -1,18 +1,14 @@
-package uploader
+package delivery
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"net"
-	"net/http/httptrace"
-	"sync/atomic"
 	"syscall"
 )
 
-// NetErrorClass says whether a failed attempt may have reached the collector. It is a metric
+// NetErrorClass says whether a failed attempt may have reached the destination. It is a metric
 // label and a log field (error_class), so operators can see where duplicates may come from;
 // both classes take the counted retry path, since batches are idempotent by messageId.
 type NetErrorClass string
@@ -20,16 +16,17 @@ type NetErrorClass string
 // The network error classes.
 const (
 	// NeverSent: the request cannot have been received: DNS failure, connection refused,
-	// unreachable, connect timeout, TLS handshake failure, or (with a SendTrace) any failure
-	// before the request was fully written.
+	// unreachable, connect timeout, TLS handshake failure, or (when the destination traces its
+	// writes, as httpdest.SendTrace does) any failure before the request was fully written.
 	NeverSent NetErrorClass = "never_sent"
 	// MaybeSent: the request may have been received and processed: reset, EOF or timeout after
 	// it was written, and every error not known to be NeverSent.
 	MaybeSent NetErrorClass = "maybe_sent"
 )
 
-// ErrRequestNotWritten is wrapped by SendTrace.Wrap around a transport error that happened
-// before the request was fully written; NetworkErrorClass reports it as NeverSent.
+// ErrRequestNotWritten marks a transport error that happened before the request was fully
+// written (httpdest.SendTrace wraps it around such errors); NetworkErrorClass reports it as
+// NeverSent.
 var ErrRequestNotWritten = errors.New("uploader: request not fully written")
 
 // NetworkErrorClass classifies a transport error by its type, with errors.As and errors.Is
@@ -41,7 +38,8 @@ var ErrRequestNotWritten = errors.New("uploader: request not fully written")
 //
 // From the error alone some failures before the request was written look like MaybeSent: a
 // TLS handshake timeout, a connection reset during the handshake, or a dial cut short by an
-// http.Client.Timeout (whose error hides the dial). Use a SendTrace for an exact answer.
+// http.Client.Timeout (whose error hides the dial). A destination that traces its writes
+// (httpdest.SendTrace) gives an exact answer.
 func NetworkErrorClass(err error) NetErrorClass {
 	if neverSent(err) {
 		return NeverSent
@@ -74,41 +72,4 @@ func neverSent(err error) bool {
 		return true
 	}
 	return false
-}
-
-// SendTrace records, through net/http/httptrace, whether an attempt's request was fully written
-// to the connection, which makes the NeverSent/MaybeSent split exact. Use one per attempt:
-//
-//	var st uploader.SendTrace
-//	req, _ := http.NewRequestWithContext(st.Context(ctx), "POST", url, body)
-//	resp, err := client.Do(req)
-//	err = st.Wrap(err) // then Classify(resp, err, now)
-//
-// Without it, classification is from the error alone (see NetworkErrorClass). The zero value is
-// ready to use and safe for concurrent use.
-type SendTrace struct {
-	written atomic.Bool
-}
-
-// Context returns ctx with a client trace that records the write. Each new connection attempt
-// (a transport retry, a followed redirect) starts as not written; WroteRequest without an error
-// marks it written. Hooks already in ctx keep running.
-func (s *SendTrace) Context(ctx context.Context) context.Context {
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GetConn:      func(string) { s.written.Store(false) },
-		WroteRequest: func(i httptrace.WroteRequestInfo) { s.written.Store(i.Err == nil) },
-	})
-}
-
-// Written reports whether the last request was fully written.
-func (s *SendTrace) Written() bool { return s.written.Load() }
-
-// Wrap returns err unchanged when it is nil or the request was fully written; otherwise err
-// wrapped with ErrRequestNotWritten (errors.Is still reaches err, context.Canceled included).
-// Call it after http.Client.Do returned, when the transport's write has finished.
-func (s *SendTrace) Wrap(err error) error {
-	if err == nil || s.Written() {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrRequestNotWritten, err)
 }

@@ -1,0 +1,62 @@
+package uploader
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// normalized is o as the worker routes it. A destination (or a replacement classifier) that
+// answers ClassRateLimited without a positive RetryAfter gets the counted path, as an unusable
+// Retry-After does; a retryable failure with neither a status nor a code is a network error
+// that may have reached the destination (maybe_sent); an unknown class is treated as rejected.
+func normalized(o Outcome) Outcome {
+	if o.Class == ClassRateLimited && o.RetryAfter <= 0 {
+		o.Class = ClassRetryable
+	}
+	if o.Class == ClassRetryable && o.Status == 0 && o.NetError == "" && o.Code == "" {
+		o.NetError = MaybeSent
+	}
+	if o.Class < ClassSuccess || o.Class > ClassAuthRefused {
+		o.Class = ClassRejected
+	}
+	return o
+}
+
+// resultCode is the result's label in metrics, logs and status (AttemptInfo.Code,
+// UploadStats.LastResult): Code when set, else the HTTP status, the network error class, or
+// why nothing was sent ("hook_error", "config_error", "aborted").
+func resultCode(o Outcome) string {
+	switch {
+	case o.Code != "":
+		return o.Code
+	case o.Status != 0:
+		return strconv.Itoa(o.Status)
+	case o.NetError != "":
+		return string(o.NetError)
+	case o.Class == ClassAborted:
+		return abortedCode(o.Err)
+	}
+	return "error"
+}
+
+// describe says what the destination or the network answered, for logs and dead-letter
+// reasons.
+func describe(o Outcome) string {
+	switch {
+	case o.Status != 0:
+		return (&StatusError{Status: o.Status, Body: o.Detail}).Error()
+	case o.NetError != "":
+		return fmt.Sprintf("%s network error: %v", o.NetError, o.Err)
+	case o.Err != nil:
+		return o.Err.Error()
+	}
+	return resultCode(o)
+}
+
+// asError is the failure as an error value, for WaitingError.
+func asError(o Outcome) error {
+	if o.Status != 0 {
+		return &StatusError{Status: o.Status, Body: o.Detail}
+	}
+	return o.Err
+}
