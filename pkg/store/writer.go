@@ -80,7 +80,8 @@ const (
 // Appenders that wait for their commit (Append, AppendAwaited) come back as soon as they are
 // answered; the group lets them fill it (fill.go) for at most one commit's time, applying
 // each request as it arrives (see commitGroup).
-// A sync producer's ceiling is producers / (commit latency + its own time per event).
+// Synchronous producers get at most producers / (commit latency + the time until the last of
+// them is back with its next request): that time is the disk's idle time.
 func (s *Store) run() {
 	defer close(s.stopped)
 	s.group = make([]*request, 0, 1024)
