@@ -14,7 +14,7 @@
 //	          span; the agent's from /proc) as ratios to posthog-go's. After each round's
 //	          Enqueue ×64, raw bbolt committing 64 puts of 535 bytes per fsync'd tx in a loop
 //	          on the same disk: the ceiling of 64 callers that wait for their commits, which
-//	          Enqueue ×64 is read against
+//	          Enqueue ×64 is read against (-peer-clients enqueue64 runs only that pair)
 //	ceiling   raw bbolt (1000 × 500-byte values per fsync'd tx, increasing KSUID keys,
 //	          FillPercent 1.0)
 //	enqueue   uploader.Client.Enqueue, one event per call, 1, 8 and 64 goroutines, for

@@ -41,6 +41,7 @@ type options struct {
 	peerRounds      int    // rounds of the peer comparison (medians)
 	peersDir        string // the bench/peers module
 	peerFaults      string // the peers' collector script (sink fault spec); "" answers 200 at once
+	peerClients     string // comma-separated clients of the peer comparison
 	child           string // internal: run one outbox client as a child process (peers section)
 	childEvents     string // internal: the child's events file
 	childEndpoint   string // internal: the child's collector
@@ -93,6 +94,7 @@ Usage: go run ./cmd/outbox-bench [flags]
 	fs.IntVar(&o.peerRounds, "peer-rounds", 3, "rounds of the peer comparison; the table shows medians (-quick: 1)")
 	fs.StringVar(&o.peersDir, "peers", "bench/peers", "directory of the bench/peers Go module (posthog-go and the plain HTTP batch client)")
 	fs.StringVar(&o.peerFaults, "peer-faults", "", `script of the peer comparison's collector, in outbox sink --fail syntax (e.g. "200:delay=50ms:default": a collector 50 ms away); empty answers 200 at once`)
+	fs.StringVar(&o.peerClients, "peer-clients", strings.Join(peerClients(), ","), "comma-separated clients of the peer comparison: "+strings.Join(peerClients(), ","))
 	fs.StringVar(&o.child, "child", "", "internal: run one outbox client (async, async-bytes or enqueue64) and print its figures")
 	fs.StringVar(&o.childEvents, "child-events", "", "internal: events file of -child")
 	fs.StringVar(&o.childEndpoint, "child-endpoint", "", "internal: collector of -child")
@@ -140,6 +142,11 @@ Usage: go run ./cmd/outbox-bench [flags]
 	for _, s := range strings.Split(o.only, ",") {
 		if !contains(allSections(), s) {
 			return o, fmt.Errorf("-only: unknown section %q (want %s)", s, strings.Join(allSections(), ","))
+		}
+	}
+	for _, c := range strings.Split(o.peerClients, ",") {
+		if !contains(peerClients(), c) {
+			return o, fmt.Errorf("-peer-clients: unknown client %q (want %s)", c, strings.Join(peerClients(), ","))
 		}
 	}
 	bin, err := absBin(o.bin)

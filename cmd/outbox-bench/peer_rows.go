@@ -14,6 +14,12 @@ const (
 	targetAgentAddsCPU = 10 * time.Microsecond // the agent's CPU per relayed event
 )
 
+// ms formats a duration in milliseconds.
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Nanoseconds())/1e6) }
+
+// ceilingCommit is the time of one commit of the 64-put ceiling that made rate events/s.
+func ceilingCommit(rate float64) time.Duration { return time.Duration(64 / rate * 1e9) }
+
 // us formats a duration in microseconds.
 func us(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d.Nanoseconds())/1e3) }
 
@@ -111,11 +117,16 @@ func (b *bench) ceiling64Row() row {
 	c := slices.Clone(p.ceiling64)
 	slices.Sort(c)
 	ceil := c[(len(c)-1)/2]
+	commit, _ := p.median(peerEnqueue, func(r peerRun) float64 { return float64(r.commitTime()) })
+	busy, _ := p.median(peerEnqueue, func(r peerRun) float64 { return r.busy() })
 	return row{name: name, result: rate(v), ref: rate(ceil), ratio: times(v / ceil),
 		target: fmt.Sprintf("≥ %.1f× ceiling", targetEnqueue64), verdict: verdict(v >= targetEnqueue64*ceil),
 		detail: fmt.Sprintf("the ceiling: raw bbolt committing 64 puts of %d bytes per fsync'd write tx in a loop (the store's "+
 			"bolt.Options, increasing KSUID keys), %s puts, measured right after each round's Enqueue ×64 on the same disk; "+
-			"median of %d round(s).", enqueuedEventBytes, thousands(int64(p.n)), len(c))}
+			"median of %d round(s). Row 7's commits took %s each (the ceiling's: %s) and kept the writer busy %.0f%% of its "+
+			"intake; the rest is the callers' own time between an answer and their next call (waking, serialising the next "+
+			"event), while the disk is idle.", enqueuedEventBytes, thousands(int64(p.n)), len(c),
+			ms(time.Duration(commit)), ms(ceilingCommit(ceil)), 100*busy)}
 }
 
 // commitNote gives the mean events per commit of an outbox client's runs.

@@ -46,6 +46,14 @@ type peerRun struct {
 }
 
 func (r peerRun) rate() float64 { return float64(r.Events) / (float64(r.ElapsedNS) / 1e9) }
+
+// commitTime is the mean time of the run's store commits (begin to fsync).
+func (r peerRun) commitTime() time.Duration { return time.Duration(r.CommitNS / max(r.Commits, 1)) }
+
+// busy is the share of the intake (first event to the last call returning) the writer spent
+// committing.
+func (r peerRun) busy() float64 { return float64(r.CommitNS) / float64(max(r.IntakeNS, 1)) }
+
 func (r peerRun) cpuPerEvent() time.Duration {
 	return time.Duration(r.CPUNS / max(r.Events, 1))
 }
@@ -131,7 +139,7 @@ func (b *bench) runPeers(ctx context.Context) {
 	defer s.Close()
 	for round := range b.opt.peerRounds {
 		for _, client := range peerClients() {
-			if ctx.Err() != nil || p.errs[client] != nil {
+			if ctx.Err() != nil || p.errs[client] != nil || !contains(strings.Split(b.opt.peerClients, ","), client) {
 				continue
 			}
 			b.progress("peers round %d/%d: %s, %s events", round+1, b.opt.peerRounds, client, thousands(int64(p.n)))
@@ -144,7 +152,11 @@ func (b *bench) runPeers(ctx context.Context) {
 			}
 			p.runs[client] = append(p.runs[client], r)
 			if client == peerEnqueue {
-				b.measureCeiling64(p)
+				if c := b.measureCeiling64(p); c > 0 {
+					b.progress("peers: %s: %s, %.2f× the ceiling's %s; %.1f events and %s per commit (the ceiling's: %s), writer busy %.0f%% of the intake",
+						client, rate(r.rate()), r.rate()/c, rate(c), float64(r.Events)/float64(max(r.Commits, 1)),
+						ms(r.commitTime()), ms(ceilingCommit(c)), 100*r.busy())
+				}
 			}
 		}
 	}
@@ -184,16 +196,17 @@ func (b *bench) peerTools(ctx context.Context, name string, n int) (peerTools, e
 
 // measureCeiling64 measures the ceiling of Enqueue ×64 in the same round: bbolt committing 64
 // puts of enqueuedEventBytes per fsync'd transaction, p.n events, on the bench's disk.
-func (b *bench) measureCeiling64(p *peerResults) {
+func (b *bench) measureCeiling64(p *peerResults) float64 {
 	d := b.dir("ceiling64")
 	defer b.drop(d)
 	b.progress("peers: bbolt ceiling of Enqueue ×64, %s puts of %d bytes, 64 per fsync'd tx", thousands(int64(p.n)), enqueuedEventBytes)
 	v, err := boltCeilingPerTx(d, enqueuedEventBytes, p.n, 64)
 	if err != nil {
 		b.progress("peers: bbolt ceiling of Enqueue ×64 failed: %v", err)
-		return
+		return 0
 	}
 	p.ceiling64 = append(p.ceiling64, v)
+	return v
 }
 
 // peerCase is one round of one client: which client, the binaries that run it (this bench,

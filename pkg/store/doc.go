@@ -28,8 +28,10 @@
 // are back already share this one instead of waiting for the next. Before
 // that, a group fills (fill.go): it waits for the callers of AppendAwaited the
 // last commit answered, and those already waiting, at most as long as that
-// commit took. A lone caller is the whole expected count, so it is committed
-// immediately; unlike bbolt's DB.Batch, no caller pays a fixed delay.
+// commit took, applying each request as it arrives so that only the write and
+// the fsyncs are left once the last is in. A lone caller is the whole expected
+// count, so it is committed immediately; unlike bbolt's DB.Batch, no caller
+// pays a fixed delay.
 // AppendAsync hands its request over without waiting: its callback is called
 // on the writer goroutine after the commit, and the callers of Append and
 // AppendAsync share the same transactions, so one asynchronous producer fills

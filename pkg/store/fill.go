@@ -12,6 +12,12 @@ import "time"
 // before anything waits (it is the whole expected count), so it pays nothing; callers that
 // stop calling cost one commit's time once, after which nobody is expected any more.
 //
+// The group waits with its transaction open, and each request is applied as it arrives: the
+// callers coming back take a few microseconds of CPU each (the next event's serialisation,
+// the hand-off), so the last of 64 arrives a few hundred microseconds after the answer, and
+// the puts of the earlier ones are done by then instead of after it. The commit that follows
+// is left with only its pages to write and fsync.
+//
 // Everything else (the worker's acks, dead letters, retry states) waits with the group
 // instead of forcing a commit of its own: an ack that arrives while callers are preparing
 // rides along with their appends, which is one flush instead of two.
@@ -19,7 +25,7 @@ import "time"
 // fillState is what the writer knows of the callers that wait for their commits.
 type fillState struct {
 	expect int           // awaited appends expected in the next group
-	last   time.Duration // how long the last commit took: the longest a group waits to fill
+	last   time.Duration // the writer's time on the last group: the longest a group waits to fill
 	timer  *time.Timer   // reused for that wait
 }
 
@@ -54,41 +60,75 @@ func awaitedIn(group []*request) int {
 	return n
 }
 
-// fillGroup waits, after take, for the awaited callers expected back (see above) to join the
-// group, at most the last commit's duration. It returns at once when they are all there,
-// when nobody is expected, when a compaction request arrives (it is held, as take holds it)
-// and when the store closes.
-func (s *Store) fillGroup() {
-	f := &s.fill
-	n := awaitedIn(s.group)
-	if f.expect <= n || s.held != nil || f.last <= 0 {
+// filling is one group's wait for the callers expected back (see above).
+type filling struct {
+	f       *fillState
+	have    int // awaited appends among group[:counted]
+	counted int
+	armed   bool          // f.timer runs for this group
+	done    bool          // the wait is over: the group commits as soon as the channel is empty
+	waited  time.Duration // time spent blocked waiting, not working
+}
+
+// startFill begins a group's fill: nothing is expected when the last group answered no more
+// awaited callers than this one already holds, nor when a compaction request is held.
+func (s *Store) startFill() filling {
+	fl := filling{f: &s.fill}
+	fl.done = s.fill.expect <= awaitedIn(s.group) || s.held != nil || s.fill.last <= 0
+	return fl
+}
+
+// await blocks until one more request joins the group, when the group is still short of the
+// awaited callers expected and the wait, at most the last group's time from its first block,
+// has not run out. It gives up for good when the time runs out, when a compaction request
+// arrives (it is held, as take holds it) and when the store closes.
+func (fl *filling) await(s *Store) {
+	for ; fl.counted < len(s.group); fl.counted++ {
+		if s.group[fl.counted].awaited {
+			fl.have++
+		}
+	}
+	if fl.done || len(s.group) >= maxGroup || s.held != nil || fl.have >= fl.f.expect {
+		fl.done = true
 		return
 	}
-	if f.timer == nil {
-		f.timer = time.NewTimer(f.last)
-	} else {
-		f.timer.Reset(f.last)
-	}
-	defer f.timer.Stop()
-	for n < f.expect && len(s.group) < maxGroup {
-		select {
-		case r := <-s.reqs:
-			if !s.join(r) {
-				return
-			}
-			if r.awaited {
-				n++
-			}
-		case <-f.timer.C:
-			return
-		case <-s.quit:
-			return
+	f := fl.f
+	if !fl.armed {
+		if f.timer == nil {
+			f.timer = time.NewTimer(f.last)
+		} else {
+			f.timer.Reset(f.last)
 		}
+		fl.armed = true
+	}
+	t0 := time.Now()
+	defer func() { fl.waited += time.Since(t0) }()
+	select {
+	case r := <-s.reqs:
+		if !s.join(r) {
+			fl.stop()
+		}
+		return
+	case <-f.timer.C:
+		fl.armed = false
+	case <-s.quit:
+		fl.stop()
+	}
+	fl.done = true
+}
+
+// stop ends the wait and disarms the timer.
+func (fl *filling) stop() {
+	fl.done = true
+	if fl.armed {
+		fl.f.timer.Stop()
+		fl.armed = false
 	}
 }
 
 // noteAnswered records, once a group is answered, how many awaited callers to expect in the
-// next one: those it answered, and those already waiting in the channel.
+// next one (those it answered, and those already waiting in the channel) and the writer's time
+// on it (d, its waits left out).
 func (s *Store) noteAnswered(d time.Duration) {
 	s.fill.expect = awaitedIn(s.group) + int(s.awaitedQueued.Load())
 	s.fill.last = d

@@ -17,7 +17,8 @@ type Options struct {
 	// Logger receives warnings (drops, compaction, check failures); nil discards.
 	Logger *slog.Logger
 	// OnCommit, when set, is called by the writer after each successful commit
-	// with the number of events it appended and its duration (begin to fsync).
+	// with the number of events it appended and its duration (begin to fsync,
+	// without the time its group spent waiting for callers to come back).
 	OnCommit func(events int, d time.Duration)
 	// OnDrop, when set, is called for every drop with its reason and count.
 	OnDrop func(reason string, events int)

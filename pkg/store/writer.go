@@ -78,8 +78,10 @@ const (
 // each. A lone request is committed at once: the only wait is for callers expected back.
 //
 // Appenders that wait for their commit (Append, AppendAwaited) come back as soon as they are
-// answered; the group lets them fill it (fill.go) for at most one commit's time, and also takes the requests that arrive while it is being applied (see commitGroup).
-// A sync producer's ceiling is producers / (commit latency + its own time per event).
+// answered; the group lets them fill it (fill.go) for at most one commit's time, applying
+// each request as it arrives (see commitGroup).
+// Synchronous producers get at most producers / (commit latency + the time until the last of
+// them is back with its next request): that time is the disk's idle time.
 func (s *Store) run() {
 	defer close(s.stopped)
 	s.group = make([]*request, 0, 1024)
@@ -112,7 +114,6 @@ func (s *Store) run() {
 				runtime.Gosched()
 			}
 			s.take()
-			s.fillGroup()
 		}
 		if len(s.group) > 0 {
 			s.commitGroup()
@@ -162,10 +163,14 @@ func isLogical(err error) bool {
 // commitGroup applies the group in one transaction and answers every request. Requests that
 // arrive while it is applied join it (take), up to maxGroup: those of producers answered by
 // the previous commit that come back meanwhile share this commit instead of waiting for the
-// next one. Once the group has filled (fillGroup), the transaction commits as soon as the
-// channel is found empty.
+// next one. When the group has been applied and the callers expected back are not all in it,
+// the writer waits for the next of them with the transaction open (fill.go), so that each
+// request is applied as it arrives and the commit is left with only the pages to write and
+// fsync; the transaction commits once they are all there, or the channel is found empty after
+// the wait has run out.
 func (s *Store) commitGroup() {
 	start := time.Now()
+	f := s.startFill()
 	w := s.w
 	s.pendingDrops = s.pendingDrops[:0]
 	s.pendingRuns = s.pendingRuns[:0]
@@ -191,9 +196,15 @@ func (s *Store) commitGroup() {
 	b := newBuckets(tx)
 	headDirty := false
 	added := 0
-	for i := 0; i < len(s.group); i++ {
-		if i == len(s.group)-1 {
-			s.take()
+	defer f.stop()
+	for i := 0; ; i++ {
+		if i == len(s.group) { // all applied: take what has arrived, else wait for a caller expected back
+			if s.take(); i == len(s.group) {
+				f.await(s)
+			}
+			if i == len(s.group) {
+				break
+			}
 		}
 		r := s.group[i]
 		if err := r.ctx.Err(); err != nil {
@@ -252,8 +263,9 @@ func (s *Store) commitGroup() {
 		old := s.room.Swap(&roomCh{ch: make(chan struct{})})
 		close(old.ch)
 	}
+	busy := time.Since(start) - f.waited // the writer's own time: applying, committing, fsyncing
 	if s.opt.OnCommit != nil {
-		s.opt.OnCommit(added, time.Since(start)) // before answering, so callers see it counted
+		s.opt.OnCommit(added, busy) // before answering, so callers see it counted
 	}
 	s.reportDrops()
 	if shrunk {
@@ -264,7 +276,7 @@ func (s *Store) commitGroup() {
 	for _, r := range s.group {
 		r.answer()
 	}
-	s.noteAnswered(time.Since(start))
+	s.noteAnswered(busy)
 	if added > 0 {
 		select {
 		case s.notify <- struct{}{}:
