@@ -40,8 +40,9 @@
 //	          client on the local collector (faults)
 //	outage    -fault-events queued events drained in process with upload.concurrency auto
 //	          and 1 side by side; once a quarter are delivered the collector answers 503 to
-//	          everything for -outage (real time), then 200: batch requests begun during the
-//	          outage, time from its end until all are delivered, events lost
+//	          everything for -outage (real time), then 200: batch requests the client began
+//	          during the outage (held to concurrency 1's), and of them those begun after its
+//	          first failed answer, time from its end until all are delivered, events lost
 //	e2e       end to end, first enqueue → the sink holds all N distinct messageIds, gzip on,
 //	          queue.sync always: through the library (-producers goroutines calling
 //	          Enqueue) and through the agent (-clients × -per-request over HTTP)

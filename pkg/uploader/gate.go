@@ -37,6 +37,7 @@ type gate struct {
 	live    []uint64        // sequence numbers of the leases in flight, oldest first
 	waiting map[uint64]bool // leases waiting out a retry wait of their own
 	probe   uint64          // during an outage, the one lease that attempts; 0 for none yet
+	sending int             // leases whose admitted attempt has not ended yet
 	seq     uint64
 	until   time.Time     // no attempt starts before it (Retry-After)
 	auth    authState     // a pause on refused credentials (authpause.go)
@@ -46,8 +47,9 @@ type gate struct {
 
 // lease is one batch in flight under the gate.
 type lease struct {
-	seq uint64
-	b   *queue.Batch
+	seq   uint64
+	b     *queue.Batch
+	tried bool // an attempt of it was admitted (guarded by the gate's mu)
 }
 
 func newGate(cfg UploadConfig, bound int, clock budget.Clock) *gate {
@@ -223,6 +225,13 @@ func (g *gate) state(l *lease, retry budget.Config) verdict {
 		return v
 	}
 	g.probe = 0
+	if g.fixed == 0 && !l.tried && g.lim.failing() && g.sending > 0 {
+		// As a new lease waits (room): a batch not yet sent goes only once an attempt in
+		// flight has said the destination is up, so the first round trip of an outage sends
+		// no more than what was already on the way.
+		v.admitted = false
+		return v
+	}
 	rank := 0
 	for _, s := range g.live {
 		if s == l.seq {
@@ -234,6 +243,22 @@ func (g *gate) state(l *lease, retry budget.Config) verdict {
 	}
 	v.admitted = rank < g.limitLocked()
 	return v
+}
+
+// begin records that l's attempt was admitted and is being sent; end, that it has ended (its
+// answer observed).
+func (g *gate) begin(l *lease) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l.tried = true
+	g.sending++
+}
+
+func (g *gate) end() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sending--
+	g.notifyLocked()
 }
 
 // next returns the channel closed at the gate's next change.

@@ -111,6 +111,37 @@ func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 	}
 }
 
+// After a failure, a lease not yet sent waits until an attempt in flight answers: its success
+// says the destination is up, and in the first round trip of an outage the batches already
+// on the way are all the requests it gets. A retry, and a new lease when nothing else is in
+// flight, are not held.
+func TestGate_AfterAFailureANewLeaseWaitsForTheAttemptsInFlight(t *testing.T) {
+	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, budgettest.New(time.Unix(0, 0)))
+	g.lim.limit = 8
+	sent, failed, fresh := g.add(nil), g.add(nil), g.add(nil)
+	admitted := func(l *lease) bool { return g.state(l, budget.DefaultConfig()).admitted }
+	g.begin(sent)
+	g.begin(failed)
+	g.observe(answerFailed, time.Millisecond)
+	g.end()
+	if admitted(fresh) {
+		t.Fatal("a lease never sent was admitted while the last answer failed and an attempt is in flight")
+	}
+	if !admitted(failed) {
+		t.Fatal("the retry of the failed lease was held: it follows its own backoff")
+	}
+	g.observe(answerGood, time.Millisecond)
+	g.end()
+	if !admitted(fresh) {
+		t.Fatal("after a success the new lease was still held")
+	}
+	other := g.add(nil)
+	g.observe(answerFailed, time.Millisecond)
+	if !admitted(other) {
+		t.Fatal("with nothing in flight to answer, the new lease was held for good")
+	}
+}
+
 // A 30 s total outage costs no more requests under auto than with one batch in flight,
 // whatever the limit when it began: the batches in flight then were sent before it and fail
 // once each, as the one batch of upload.concurrency: 1 does; the requests counted are those

@@ -29,9 +29,10 @@ import (
 // one batch in flight costs, and the first success starts slow start again (up to half the
 // limit it had). The streak scales with the limit because with many batches in flight a few
 // failures in a row are what 20% of failures look like; with the whole limit in flight an
-// outage fails half of them within one round trip. Once the streak also spans half a backoff
-// base, the shortest wait of a retry (so a retry has failed in it, which a burst of bad luck
-// among requests sent together does not show), the outage's one probe is paced as one
+// outage fails half of them within one round trip. The outage's one probe waits at least half
+// a backoff base from the streak's first failure, the soonest one batch could retry. Once the
+// streak also spans that much (so a retry has failed in it, which a burst of bad luck among
+// requests sent together does not show), the probe is paced as one
 // batch that failed from the first failure of the streak on would be (probeAt): its next
 // attempt is no earlier than that batch's next one without jitter, counting as its attempts
 // every failed attempt begun since the streak's first failure answered. The batches that were
@@ -185,11 +186,16 @@ func (l *limiter) track(rtt time.Duration) {
 }
 
 // probeAt returns when the probe of an outage may start its next attempt (zero when there is
-// no outage, or its streak spans less than half a backoff base): as long after the streak's first failure as one batch that failed there and at
-// every attempt begun since would wait, without jitter (budget.Unjittered).
+// no outage): as long after the streak's first failure as one batch that failed there and at
+// every attempt begun since would wait, without jitter (budget.Unjittered). While the streak
+// spans less than half a backoff base (no retry has failed in it yet, and it may be bad luck
+// among requests sent together) only that much: the soonest one batch's first retry may go.
 func (l *limiter) probeAt(retry budget.Config) time.Time {
-	if !l.down || l.lastFail.Sub(l.streakStart) < retry.BackoffBase/2 {
+	if !l.down {
 		return time.Time{}
+	}
+	if l.lastFail.Sub(l.streakStart) < retry.BackoffBase/2 {
+		return l.streakStart.Add(retry.BackoffBase / 2)
 	}
 	return l.streakStart.Add(budget.Unjittered(retry, 1+l.streakSent))
 }
