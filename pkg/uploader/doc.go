@@ -89,8 +89,9 @@
 // that were. The gate (gate.go) admits every attempt: a lease's rank among those ready to send
 // must be below the limit (fixed, or auto's limiter.go: slow start, additive increase,
 // multiplicative decrease), one batch probes during an outage (the first ready to, until a
-// success, paced as the one batch of upload.concurrency: 1 would be), no new batch is leased while a failure is unanswered by a success, and no attempt starts
-// while a usable Retry-After runs. Each accepted batch is acked in its own transaction, in any
+// success, paced as the one batch of upload.concurrency: 1 would be), no new batch is leased
+// or first sent while a failure is unanswered by a success, and no attempt starts while a
+// usable Retry-After runs. Each accepted batch is acked in its own transaction, in any
 // order; retry states are saved per batch. Close cuts every wait and, at its deadline, every
 // request in flight; what is not delivered stays queued.
 //
