@@ -163,15 +163,16 @@ func (g *gate) pauseUntil(t time.Time) {
 	}
 }
 
-// observe feeds an attempt's answer to the limiter (auto only).
-func (g *gate) observe(a answer, rtt time.Duration) {
+// observe feeds an attempt's answer to the limiter (auto only); retry says the attempt was
+// not its batch's first.
+func (g *gate) observe(a answer, rtt time.Duration, retry bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.fixed != 0 {
 		return
 	}
 	before := g.lim.Limit()
-	g.lim.observe(a, rtt, len(g.live), g.clock.Now())
+	g.lim.observe(a, rtt, len(g.live), g.clock.Now(), retry)
 	if g.lim.Limit() != before {
 		g.notifyLocked()
 	}

@@ -15,7 +15,7 @@ func TestGate_OutageProbesWithTheFirstReadyLeaseOnly(t *testing.T) {
 	oldest, next, newest := g.add(nil), g.add(nil), g.add(nil)
 	g.setWaiting(oldest, true) // the oldest waits out its backoff
 	for range 16 {
-		g.observe(answerFailed, time.Millisecond)
+		g.observe(answerFailed, time.Millisecond, true)
 	}
 	if !g.lim.outage() {
 		t.Fatal("16 failures in a row at limit 1..32 are not an outage")
@@ -39,7 +39,7 @@ func TestGate_OutageProbesWithTheFirstReadyLeaseOnly(t *testing.T) {
 	if !admitted(oldest) {
 		t.Fatal("after the probe left flight, the next ready lease was not admitted")
 	}
-	g.observe(answerGood, time.Millisecond)
+	g.observe(answerGood, time.Millisecond, true)
 	if g.lim.outage() || !admitted(newest) {
 		t.Fatal("a success did not end the outage")
 	}
@@ -51,12 +51,12 @@ func TestGate_NoNewLeaseWhileAFailureIsUnansweredByASuccess(t *testing.T) {
 	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, budgettest.New(time.Unix(0, 0)))
 	a, b := g.add(nil), g.add(nil)
 	for range 7 {
-		g.observe(answerGood, time.Millisecond) // the limit grows to 4 with 2 in flight
+		g.observe(answerGood, time.Millisecond, true) // the limit grows to 4 with 2 in flight
 	}
 	if !g.room() {
 		t.Fatalf("no room with 2 in flight under a limit of %d", g.limit())
 	}
-	g.observe(answerFailed, time.Millisecond)
+	g.observe(answerFailed, time.Millisecond, true)
 	g.setWaiting(a, true)
 	if g.room() {
 		t.Fatal("a new lease while a failure is unanswered and b may still succeed")
@@ -66,7 +66,7 @@ func TestGate_NoNewLeaseWhileAFailureIsUnansweredByASuccess(t *testing.T) {
 		t.Fatal("no new lease while every lease waits out a backoff")
 	}
 	g.setWaiting(b, false)
-	g.observe(answerGood, time.Millisecond)
+	g.observe(answerGood, time.Millisecond, true)
 	if !g.room() {
 		t.Fatal("no new lease after a success")
 	}
@@ -122,7 +122,7 @@ func TestGate_AfterAFailureANewLeaseWaitsForTheAttemptsInFlight(t *testing.T) {
 	admitted := func(l *lease) bool { return g.state(l, budget.DefaultConfig()).admitted }
 	g.begin(sent)
 	g.begin(failed)
-	g.observe(answerFailed, time.Millisecond)
+	g.observe(answerFailed, time.Millisecond, true)
 	g.end()
 	if admitted(fresh) {
 		t.Fatal("a lease never sent was admitted while the last answer failed and an attempt is in flight")
@@ -130,13 +130,13 @@ func TestGate_AfterAFailureANewLeaseWaitsForTheAttemptsInFlight(t *testing.T) {
 	if !admitted(failed) {
 		t.Fatal("the retry of the failed lease was held: it follows its own backoff")
 	}
-	g.observe(answerGood, time.Millisecond)
+	g.observe(answerGood, time.Millisecond, true)
 	g.end()
 	if !admitted(fresh) {
 		t.Fatal("after a success the new lease was still held")
 	}
 	other := g.add(nil)
-	g.observe(answerFailed, time.Millisecond)
+	g.observe(answerFailed, time.Millisecond, true)
 	if !admitted(other) {
 		t.Fatal("with nothing in flight to answer, the new lease was held for good")
 	}
@@ -184,7 +184,7 @@ func simulateOutage(t *testing.T, limit int, d time.Duration, retry budget.Confi
 		sims[i] = &sim{l: g.add(nil), b: budget.NewBackoff(retry, clk, rnd)}
 	}
 	fail := func(s *sim) {
-		g.observe(answerFailed, time.Millisecond)
+		g.observe(answerFailed, time.Millisecond, true)
 		w, err := s.b.Next()
 		if err != nil {
 			t.Fatal(err)

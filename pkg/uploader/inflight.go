@@ -165,11 +165,11 @@ func (w *worker) ackNow(b *queue.Batch, info BatchInfo) next {
 
 // observeAttempt tells the gate what an attempt answered and, for a usable Retry-After, pauses
 // every new attempt until it has passed.
-func (w *worker) observeAttempt(o Outcome, took time.Duration) {
+func (w *worker) observeAttempt(o Outcome, took time.Duration, retry bool) {
 	if w.serial() {
 		return
 	}
-	w.gate.observe(answerOf(o), took)
+	w.gate.observe(answerOf(o), took, retry)
 }
 
 // answerOf is what an outcome tells the limiter about the destination's capacity.

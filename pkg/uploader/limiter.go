@@ -35,10 +35,12 @@ import (
 // requests sent together does not show), the probe is paced as one
 // batch that failed from the first failure of the streak on would be (probeAt): its next
 // attempt is no earlier than that batch's next one without jitter, counting as its attempts
-// every failed attempt begun since the streak's first failure answered. The batches that were
-// already in flight then fail once each, as the one batch of upload.concurrency: 1 does; every
-// attempt begun after that counts, so an outage costs no more requests than
-// upload.concurrency: 1, and the probe finds the destination back as soon as it would.
+// every failed retry begun since the streak's first failure answered. The batches that were
+// already on their way then fail once each, as the one batch of upload.concurrency: 1 does (a
+// first attempt that left just after that answer was on its way before it could be known:
+// counting it would push the probe, and the destination's return, minutes out); every retry
+// begun after that counts, so after its first round trip an outage costs no more requests
+// than upload.concurrency: 1, and the probe finds the destination back as soon as it would.
 //
 // Vector's adaptive request concurrency and Netflix's concurrency-limits grow by one per
 // window from the start, which takes minutes to find 32 on a WAN; slow start finds it in
@@ -58,7 +60,7 @@ type limiter struct {
 	lastRetryAfter time.Time     // when a Retry-After answer last shrank it
 	streak         int           // failed attempts since the last success
 	streakStart    time.Time     // when the first of them answered
-	streakSent     int           // those of them begun after streakStart: sent knowing of the failure
+	streakSent     int           // those of them retries begun after streakStart: sent knowing of the failure
 	lastFail       time.Time     // when the last of them answered
 	down           bool          // an outage: the streak reached outageStreak; until a success
 	winOK          int           // answers in the current window
@@ -98,8 +100,8 @@ func (l *limiter) Limit() int {
 }
 
 // observe records one attempt's answer, which took rtt and ended at now, with inflight
-// batches in flight (the attempt's included).
-func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Time) {
+// batches in flight (the attempt's included); retry says it was not the batch's first attempt.
+func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Time, retry bool) {
 	switch a {
 	case answerNeutral:
 		return
@@ -138,7 +140,7 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 	case answerFailed, answerBackPressure:
 		if l.streak == 0 {
 			l.streakStart, l.streakSent = now, 0
-		} else if now.Add(-rtt).After(l.streakStart) {
+		} else if retry && now.Add(-rtt).After(l.streakStart) {
 			l.streakSent++
 		}
 		l.streak++

@@ -3,6 +3,8 @@ package uploader
 import (
 	"testing"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/budget"
 )
 
 // step is one answer fed to a limiter in a table test: n answers of a with round trip rtt,
@@ -18,7 +20,7 @@ func runSteps(l *limiter, steps []step) *limiter {
 	for _, s := range steps {
 		for range s.n {
 			now = now.Add(s.rtt)
-			l.observe(s.a, s.rtt, l.Limit(), now)
+			l.observe(s.a, s.rtt, l.Limit(), now, true)
 		}
 	}
 	return l
@@ -80,9 +82,37 @@ func TestLimiter_DoesNotGrowWhileTheClientHasLessToSend(t *testing.T) {
 	now := time.Unix(0, 0)
 	for range 100 {
 		now = now.Add(time.Millisecond)
-		l.observe(answerGood, time.Millisecond, 1, now) // one batch in flight at a time
+		l.observe(answerGood, time.Millisecond, 1, now, true) // one batch in flight at a time
 	}
 	if got := l.Limit(); got > 2 {
 		t.Errorf("limit = %d after 100 answers with 1 in flight, want at most 2", got)
+	}
+}
+
+// The probe of an outage is paced as one batch that failed at the outage's first failure and
+// at every retry since. First attempts that left in the outage's first round trip were on
+// their way before its first failure could be known: they do not push the probe out.
+func TestLimiter_OutageProbeIsPacedByTheRetriesSinceTheFirstFailure(t *testing.T) {
+	retry := budget.DefaultConfig()
+	l := newLimiter(32)
+	l.limit = 32
+	t0 := time.Unix(0, 0)
+	l.observe(answerFailed, time.Millisecond, 32, t0, false)
+	for i := range 15 { // begun just after t0, answered just after
+		l.observe(answerFailed, 2*time.Millisecond, 32, t0.Add(time.Duration(5+i)*time.Millisecond), false)
+	}
+	if !l.outage() {
+		t.Fatal("16 failures in a row at limit 32 are not an outage")
+	}
+	if got, want := l.probeAt(retry), t0.Add(retry.BackoffBase/2); !got.Equal(want) {
+		t.Errorf("probe at %v after one round trip of failures, want %v (the soonest one batch's first retry)", got.Sub(t0), want.Sub(t0))
+	}
+	l.observe(answerFailed, time.Millisecond, 1, t0.Add(300*time.Millisecond), true)
+	if got, want := l.probeAt(retry), t0.Add(budget.Unjittered(retry, 2)); !got.Equal(want) {
+		t.Errorf("probe at %v after the first failed retry, want %v (one batch's second retry)", got.Sub(t0), want.Sub(t0))
+	}
+	l.observe(answerGood, time.Millisecond, 1, t0.Add(2*time.Second), true)
+	if l.outage() || !l.probeAt(retry).IsZero() {
+		t.Error("a success did not end the outage and its pace")
 	}
 }
