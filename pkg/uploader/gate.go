@@ -226,10 +226,7 @@ func (g *gate) state(l *lease, retry budget.Config) verdict {
 		return v
 	}
 	g.probe = 0
-	if g.fixed == 0 && !l.tried && g.lim.failing() && g.sending > 0 {
-		// As a new lease waits (room): a batch not yet sent goes only once an attempt in
-		// flight has said the destination is up, so the first round trip of an outage sends
-		// no more than what was already on the way.
+	if g.heldFirstLocked(l) {
 		v.admitted = false
 		return v
 	}
@@ -246,13 +243,26 @@ func (g *gate) state(l *lease, retry budget.Config) verdict {
 	return v
 }
 
-// begin records that l's attempt was admitted and is being sent; end, that it has ended (its
-// answer observed).
-func (g *gate) begin(l *lease) {
+// heldFirstLocked reports whether l's first attempt must wait: as a new lease waits (room), a
+// batch not yet sent goes, while the last answer failed, only once no attempt is being sent
+// that may say the destination is up, and then alone (begin). So the first round trip of an
+// outage sends no more than what was already on the way, and after it one batch at a time.
+func (g *gate) heldFirstLocked(l *lease) bool {
+	return g.fixed == 0 && !l.tried && g.lim.failing() && g.sending > 0
+}
+
+// begin records that l's admitted attempt is being sent, unless its first attempt must wait
+// after all (another lease's went first since state said yes): then it returns false and
+// the lease asks the gate again. end records that the attempt has ended (its answer observed).
+func (g *gate) begin(l *lease) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.heldFirstLocked(l) {
+		return false
+	}
 	l.tried = true
 	g.sending++
+	return true
 }
 
 func (g *gate) end() {

@@ -120,8 +120,9 @@ func TestGate_AfterAFailureANewLeaseWaitsForTheAttemptsInFlight(t *testing.T) {
 	g.lim.limit = 8
 	sent, failed, fresh := g.add(nil), g.add(nil), g.add(nil)
 	admitted := func(l *lease) bool { return g.state(l, budget.DefaultConfig()).admitted }
-	g.begin(sent)
-	g.begin(failed)
+	if !g.begin(sent) || !g.begin(failed) {
+		t.Fatal("begin refused a lease's first attempt while nothing had failed")
+	}
 	g.observe(answerFailed, time.Millisecond, true)
 	g.end()
 	if admitted(fresh) {
@@ -135,10 +136,16 @@ func TestGate_AfterAFailureANewLeaseWaitsForTheAttemptsInFlight(t *testing.T) {
 	if !admitted(fresh) {
 		t.Fatal("after a success the new lease was still held")
 	}
-	other := g.add(nil)
+	other, another := g.add(nil), g.add(nil)
 	g.observe(answerFailed, time.Millisecond, true)
-	if !admitted(other) {
-		t.Fatal("with nothing in flight to answer, the new lease was held for good")
+	if !admitted(other) || !admitted(another) {
+		t.Fatal("with nothing in flight to answer, a new lease was held for good")
+	}
+	if !g.begin(other) {
+		t.Fatal("begin refused the first new lease admitted with nothing in flight")
+	}
+	if g.begin(another) || admitted(another) {
+		t.Fatal("a second new lease was sent beside the first while the last answer failed")
 	}
 }
 
