@@ -3,10 +3,10 @@ package uploader
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/sink"
 )
@@ -14,18 +14,6 @@ import (
 // benchEvents is the queue size each drain iteration empties. The full-size run (1,000,000
 // events) is the bench tool's job; this keeps `go test -bench` short.
 const benchEvents = 20000
-
-// benchEvent returns a normalised-looking event of about 535 bytes. Its padding varies with
-// i, so that gzip does not see one repeated byte.
-func benchEvent(i int) []byte {
-	var pad strings.Builder
-	for x := uint32(i)*2654435761 + 1; pad.Len() < 535-275; x = x*1103515245 + 12345 {
-		pad.WriteByte("abcdefghijklmnopqrstuvwxyz0123456789"[(x>>16)%36])
-	}
-	return fmt.Appendf(nil, `{"type":"track","event":"Benchmark Event","userId":"user-%08d","messageId":"bench-%010d",`+
-		`"timestamp":"2025-01-01T00:00:00.000Z","properties":{"plan":"pro","amount":42.5,"pad":"%s"},`+
-		`"context":{"library":{"name":"outbox","version":"dev"}}}`, i%1000, i, pad.String())
-}
 
 // fillQueue writes n events into dir's queue and closes it.
 func fillQueue(b *testing.B, dir string, n int) {
@@ -36,7 +24,7 @@ func fillQueue(b *testing.B, dir string, n int) {
 	}
 	chunk := make([][]byte, 0, 1000)
 	for i := 0; i < n; i++ {
-		chunk = append(chunk, benchEvent(i))
+		chunk = append(chunk, testutil.BenchEvent(i))
 		if len(chunk) == cap(chunk) || i == n-1 {
 			if err := q.Enqueue(context.Background(), chunk...); err != nil {
 				b.Fatal(err)
