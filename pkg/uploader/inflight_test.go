@@ -101,9 +101,14 @@ func TestInFlight_AnOutageFallsToOneBatchInFlight(t *testing.T) {
 		t.Errorf("at most %d requests were in flight at once before the outage, want the limit to have grown", p)
 	}
 	// From here on the outage costs what one batch in flight costs: of the requests begun
-	// since the limit fell (those already in flight then finish), one at a time, each batch's
-	// attempts in a row.
+	// since the limit fell, one at a time, each batch's attempts in a row. Those admitted
+	// before it fell (at most max_concurrency) may still begin their requests just after;
+	// they are past once that many more requests have arrived.
 	n := len(s.Requests())
+	if err := s.WaitRequests(ctx, n+uploader.DefaultMaxConcurrency); err != nil {
+		t.Fatal(err)
+	}
+	cnt.resetPeak()
 	if err := s.WaitRequests(ctx, n+64); err != nil {
 		t.Fatal(err)
 	}
