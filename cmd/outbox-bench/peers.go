@@ -137,9 +137,10 @@ func (b *bench) runPeers(ctx context.Context) {
 		return
 	}
 	defer s.Close()
+	chosen := strings.Split(b.opt.peerClients, ",")
 	for round := range b.opt.peerRounds {
 		for _, client := range peerClients() {
-			if ctx.Err() != nil || p.errs[client] != nil || !contains(strings.Split(b.opt.peerClients, ","), client) {
+			if ctx.Err() != nil || p.errs[client] != nil || !contains(chosen, client) {
 				continue
 			}
 			b.progress("peers round %d/%d: %s, %s events", round+1, b.opt.peerRounds, client, thousands(int64(p.n)))

@@ -41,6 +41,22 @@ func (m *manualDeadline) Err() error {
 	}
 }
 
+// silentServer is a rawServer that accepts connections and never answers (nor completes a
+// TLS handshake); accepted receives once per connection.
+func silentServer(t *testing.T) (addr string, accepted <-chan struct{}) {
+	t.Helper()
+	ch := make(chan struct{}, 2)
+	addr = rawServer(t, func(c *net.TCPConn, done <-chan struct{}) {
+		defer c.Close()
+		select {
+		case ch <- struct{}{}:
+		case <-done:
+		}
+		<-done
+	})
+	return addr, ch
+}
+
 // rawServer accepts TCP connections on 127.0.0.1 and hands each to handle, with a channel
 // closed when the test ends (a handler that holds a connection waits on it).
 func rawServer(t *testing.T, handle func(c *net.TCPConn, done <-chan struct{})) string {
@@ -190,15 +206,7 @@ func TestNetworkErrorClass_ServerNeverAnswers(t *testing.T) {
 // completes the TLS handshake. From the error alone the timeout looks maybe sent; the trace
 // knows the request was never written.
 func TestSendTrace_TimeoutDuringTLSHandshakeIsNeverSent(t *testing.T) {
-	accepted := make(chan struct{}, 2)
-	addr := rawServer(t, func(c *net.TCPConn, done <-chan struct{}) {
-		defer c.Close()
-		select {
-		case accepted <- struct{}{}:
-		case <-done:
-		}
-		<-done
-	})
+	addr, accepted := silentServer(t)
 	for _, tt := range []struct {
 		traced bool
 		want   delivery.NetErrorClass
@@ -215,15 +223,7 @@ func TestSendTrace_TimeoutDuringTLSHandshakeIsNeverSent(t *testing.T) {
 }
 
 func TestSendTrace_CanceledContextStaysAborted(t *testing.T) {
-	accepted := make(chan struct{}, 1)
-	addr := rawServer(t, func(c *net.TCPConn, done <-chan struct{}) {
-		defer c.Close()
-		select {
-		case accepted <- struct{}{}:
-		case <-done:
-		}
-		<-done
-	})
+	addr, accepted := silentServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-accepted; cancel() }()
 	o := attempt(t, newClient(), ctx, "http://"+addr+"/v1/batch", true)

@@ -62,7 +62,6 @@ func awaitedIn(group []*request) int {
 
 // filling is one group's wait for the callers expected back (see above).
 type filling struct {
-	f       *fillState
 	have    int // awaited appends among group[:counted]
 	counted int
 	armed   bool          // f.timer runs for this group
@@ -73,9 +72,7 @@ type filling struct {
 // startFill begins a group's fill: nothing is expected when the last group answered no more
 // awaited callers than this one already holds, nor when a compaction request is held.
 func (s *Store) startFill() filling {
-	fl := filling{f: &s.fill}
-	fl.done = s.fill.expect <= awaitedIn(s.group) || s.held != nil || s.fill.last <= 0
-	return fl
+	return filling{done: s.fill.expect <= awaitedIn(s.group) || s.held != nil || s.fill.last <= 0}
 }
 
 // await blocks until one more request joins the group, when the group is still short of the
@@ -88,11 +85,11 @@ func (fl *filling) await(s *Store) {
 			fl.have++
 		}
 	}
-	if fl.done || len(s.group) >= maxGroup || s.held != nil || fl.have >= fl.f.expect {
+	f := &s.fill
+	if fl.done || len(s.group) >= maxGroup || s.held != nil || fl.have >= f.expect {
 		fl.done = true
 		return
 	}
-	f := fl.f
 	if !fl.armed {
 		if f.timer == nil {
 			f.timer = time.NewTimer(f.last)
@@ -106,22 +103,22 @@ func (fl *filling) await(s *Store) {
 	select {
 	case r := <-s.reqs:
 		if !s.join(r) {
-			fl.stop()
+			fl.stop(s)
 		}
 		return
 	case <-f.timer.C:
 		fl.armed = false
 	case <-s.quit:
-		fl.stop()
+		fl.stop(s)
 	}
 	fl.done = true
 }
 
 // stop ends the wait and disarms the timer.
-func (fl *filling) stop() {
+func (fl *filling) stop(s *Store) {
 	fl.done = true
 	if fl.armed {
-		fl.f.timer.Stop()
+		s.fill.timer.Stop()
 		fl.armed = false
 	}
 }

@@ -196,7 +196,7 @@ func (s *Store) commitGroup() {
 	b := newBuckets(tx)
 	headDirty := false
 	added := 0
-	defer f.stop()
+	defer f.stop(s)
 	for i := 0; ; i++ {
 		if i == len(s.group) { // all applied: take what has arrived, else wait for a caller expected back
 			if s.take(); i == len(s.group) {

@@ -19,13 +19,14 @@ import (
 // other), and no usable Retry-After is running: a Retry-After is about this client, so it
 // pauses every new attempt, of every batch, until the latest such deadline. During an outage
 // (limiter.outage) one lease attempts, the first ready to, until a success or until it leaves
-// flight, paced as the one batch of upload.concurrency: 1 would be (limiter.probeAt), so an outage costs what
-// one batch in flight costs. The limit is fixed (upload.concurrency: N) or the limiter's
-// (auto), and never above the destination's own bound. A batch waiting out a backoff of its
-// own sends nothing, so its place goes to the next batch: at most twice the most that may be
-// in flight (upload.concurrency, or upload.max_concurrency under auto) are leased at once, and
-// the waiting ones hold their events in memory meanwhile. While the destination refuses our credentials
-// (authpause.go) the only attempt is the head lease's probe, once per probe period.
+// flight, paced as the one batch of upload.concurrency: 1 would be (limiter.probeAt), so an
+// outage costs what one batch in flight costs. The limit is fixed (upload.concurrency: N) or
+// the limiter's (auto), and never above the destination's own bound. A batch waiting out a
+// backoff of its own sends nothing, so its place goes to the next batch: at most twice the
+// most that may be in flight (upload.concurrency, or upload.max_concurrency under auto) are
+// leased at once, and the waiting ones hold their events in memory meanwhile. While the
+// destination refuses our credentials (authpause.go) the only attempt is the head lease's
+// probe, once per probe period.
 //
 // With one batch at a time (upload.concurrency: 1) the gate holds no leases: it is only the
 // client-wide pause on refused credentials, which the worker's one batch passes as the head.
@@ -252,8 +253,8 @@ func (g *gate) heldFirstLocked(l *lease) bool {
 }
 
 // begin records that l's admitted attempt is being sent, unless its first attempt must wait
-// after all (another lease's went first since state said yes): then it returns false and
-// the lease asks the gate again. end records that the attempt has ended (its answer observed).
+// after all (another lease's went first since state said yes): then it returns false, and
+// admit waits for the gate's next change (that attempt's end) before asking again.
 func (g *gate) begin(l *lease) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -265,6 +266,7 @@ func (g *gate) begin(l *lease) bool {
 	return true
 }
 
+// end records that an attempt begun with begin has ended (its answer observed).
 func (g *gate) end() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -279,10 +281,11 @@ func (g *gate) next() <-chan struct{} {
 	return g.changed
 }
 
-// admit waits until l may start an attempt (see gate). It returns false when the worker must
-// stop: Close's deadline passed, or after Close a pause that ends after it. The waiting spends
-// no retry budget; held is how long l was held because our credentials were refused, which
-// the caller keeps off the batch's budget clocks.
+// admit waits until l may start an attempt (see gate) and, for a lease, records the attempt
+// as being sent (begin; the caller calls gate.end once it has ended). It returns false when
+// the worker must stop: Close's deadline passed, or after Close a pause that ends after it.
+// The waiting spends no retry budget; held is how long l was held because our credentials
+// were refused, which the caller keeps off the batch's budget clocks.
 func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
 	var heldSince time.Time
 	defer func() {
@@ -302,7 +305,7 @@ func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
 			if !w.pauseWait(v.pause, v.path, v.changed) {
 				return 0, false
 			}
-		case v.admitted:
+		case v.admitted && (l == nil || w.gate.begin(l)):
 			return 0, true
 		case v.refused && w.stopping():
 			return 0, false // only the head probes, and Close does not wait for the next probe

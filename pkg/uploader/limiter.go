@@ -32,8 +32,8 @@ import (
 // outage fails half of them within one round trip. The outage's one probe waits at least half
 // a backoff base from the streak's first failure, the soonest one batch could retry. Once the
 // streak also spans that much (so a retry has failed in it, which a burst of bad luck among
-// requests sent together does not show), the probe is paced as one
-// batch that failed from the first failure of the streak on would be (probeAt): its next
+// requests sent together does not show), the probe is paced as one batch that failed from
+// the first failure of the streak on would be (probeAt): its next
 // attempt is no earlier than that batch's next one without jitter, counting as its attempts
 // every failed retry begun since the streak's first failure answered. The batches that were
 // already on their way then fail once each, as the one batch of upload.concurrency: 1 does (a
@@ -48,8 +48,9 @@ import (
 // answer is a scheduling hiccup of a busy host (a GC, an fsync, another process on the core),
 // not a queue at the destination; and an inflation under limiterMinInflation is the host's own
 // load (a 2-core host writing events at full speed answers a loopback collector 15–25 ms late
-// for seconds on end), which fewer batches in flight would not relieve. Neither treats Retry-After as a statement about the client; here it
-// pauses every new attempt (gate.go) as well as shrinking the limit.
+// for seconds on end), which fewer batches in flight would not relieve. Neither treats
+// Retry-After as a statement about the client; here it pauses every new attempt (gate.go) as
+// well as shrinking the limit.
 type limiter struct {
 	ceil           int // upload.max_concurrency
 	limit          float64

@@ -255,9 +255,6 @@ func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l
 			return nil, nextStop
 		}
 		bud.Postpone(held) // time held on refused credentials is not the batch's failure
-		if l != nil && !w.gate.begin(l) {
-			continue
-		}
 		next := w.attempt(b, bud, first, pre, l != nil)
 		if l != nil {
 			w.gate.end()
