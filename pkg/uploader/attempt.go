@@ -60,7 +60,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 		return next{kind: nextStop}
 	}
 	o = normalized(o)
-	w.observeAttempt(o, took, retryCount > 0)
+	w.observeAttempt(o, took)
 	if o.Class == ClassSuccess {
 		w.resumed()
 	}

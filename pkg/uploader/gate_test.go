@@ -11,11 +11,12 @@ import (
 // During an outage one lease probes: the first ready to (not the oldest, which may be waiting
 // out the longest backoff), and then only it, until it leaves flight.
 func TestGate_OutageProbesWithTheFirstReadyLeaseOnly(t *testing.T) {
-	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, budgettest.New(time.Unix(0, 0)))
+	clk := budgettest.New(time.Unix(0, 0))
+	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk)
 	oldest, next, newest := g.add(nil), g.add(nil), g.add(nil)
 	g.setWaiting(oldest, true) // the oldest waits out its backoff
 	for range 16 {
-		g.observe(answerFailed, time.Millisecond, true)
+		g.observe(answerFailed, time.Millisecond)
 	}
 	if !g.lim.outage() {
 		t.Fatal("16 failures in a row at limit 1..32 are not an outage")
@@ -39,7 +40,8 @@ func TestGate_OutageProbesWithTheFirstReadyLeaseOnly(t *testing.T) {
 	if !admitted(oldest) {
 		t.Fatal("after the probe left flight, the next ready lease was not admitted")
 	}
-	g.observe(answerGood, time.Millisecond, true)
+	clk.Advance(2 * time.Millisecond) // the probe, sent after every failure, succeeds
+	g.observe(answerGood, time.Millisecond)
 	if g.lim.outage() || !admitted(newest) {
 		t.Fatal("a success did not end the outage")
 	}
@@ -48,15 +50,16 @@ func TestGate_OutageProbesWithTheFirstReadyLeaseOnly(t *testing.T) {
 // While the last answer failed and an attempt may still answer, no new batch is leased; once
 // every lease waits out a backoff, one may be.
 func TestGate_NoNewLeaseWhileAFailureIsUnansweredByASuccess(t *testing.T) {
-	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, budgettest.New(time.Unix(0, 0)))
+	clk := budgettest.New(time.Unix(0, 0))
+	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk)
 	a, b := g.add(nil), g.add(nil)
 	for range 7 {
-		g.observe(answerGood, time.Millisecond, true) // the limit grows to 4 with 2 in flight
+		g.observe(answerGood, time.Millisecond) // the limit grows to 4 with 2 in flight
 	}
 	if !g.room() {
 		t.Fatalf("no room with 2 in flight under a limit of %d", g.limit())
 	}
-	g.observe(answerFailed, time.Millisecond, true)
+	g.observe(answerFailed, time.Millisecond)
 	g.setWaiting(a, true)
 	if g.room() {
 		t.Fatal("a new lease while a failure is unanswered and b may still succeed")
@@ -66,7 +69,8 @@ func TestGate_NoNewLeaseWhileAFailureIsUnansweredByASuccess(t *testing.T) {
 		t.Fatal("no new lease while every lease waits out a backoff")
 	}
 	g.setWaiting(b, false)
-	g.observe(answerGood, time.Millisecond, true)
+	clk.Advance(2 * time.Millisecond) // b's retry, sent after the failure, succeeds
+	g.observe(answerGood, time.Millisecond)
 	if !g.room() {
 		t.Fatal("no new lease after a success")
 	}
@@ -111,41 +115,47 @@ func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 	}
 }
 
-// After a failure, a lease not yet sent waits until an attempt in flight answers: its success
-// says the destination is up, and in the first round trip of an outage the batches already
-// on the way are all the requests it gets. A retry, and a new lease when nothing else is in
-// flight, are not held.
-func TestGate_AfterAFailureANewLeaseWaitsForTheAttemptsInFlight(t *testing.T) {
-	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, budgettest.New(time.Unix(0, 0)))
+// After a failure, no attempt starts while another may still answer: its success says the
+// destination is up, and in the first round trip of an outage the batches already on the way
+// are all the requests it gets. Once nothing is being sent, one attempt goes, paced as the
+// one batch of upload.concurrency: 1 would retry, and the others wait for it.
+func TestGate_AfterAFailureAttemptsWaitForThoseInFlightThenGoOneAtATime(t *testing.T) {
+	clk := budgettest.New(time.Unix(0, 0))
+	retry := budget.DefaultConfig()
+	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk)
 	g.lim.limit = 8
 	sent, failed, fresh := g.add(nil), g.add(nil), g.add(nil)
-	admitted := func(l *lease) bool { return g.state(l, budget.DefaultConfig()).admitted }
+	admitted := func(l *lease) bool { return g.state(l, retry).admitted }
 	if !g.begin(sent) || !g.begin(failed) {
-		t.Fatal("begin refused a lease's first attempt while nothing had failed")
+		t.Fatal("begin refused an attempt while nothing had failed")
 	}
-	g.observe(answerFailed, time.Millisecond, true)
+	g.observe(answerFailed, time.Millisecond)
 	g.end()
-	if admitted(fresh) {
-		t.Fatal("a lease never sent was admitted while the last answer failed and an attempt is in flight")
+	if admitted(fresh) || admitted(failed) {
+		t.Fatal("an attempt was admitted while the last answer failed and another attempt is in flight")
 	}
-	if !admitted(failed) {
-		t.Fatal("the retry of the failed lease was held: it follows its own backoff")
-	}
-	g.observe(answerGood, time.Millisecond, true)
+	clk.Advance(2 * time.Millisecond) // sent after the failure was: a success ends the streak
+	g.observe(answerGood, time.Millisecond)
 	g.end()
-	if !admitted(fresh) {
-		t.Fatal("after a success the new lease was still held")
+	if !admitted(fresh) || !admitted(failed) {
+		t.Fatal("after a success attempts were still held")
+	}
+	if v := g.state(fresh, retry); v.pause != 0 {
+		t.Fatalf("after a success an attempt was paced %s", v.pause)
 	}
 	other, another := g.add(nil), g.add(nil)
-	g.observe(answerFailed, time.Millisecond, true)
-	if !admitted(other) || !admitted(another) {
-		t.Fatal("with nothing in flight to answer, a new lease was held for good")
+	g.observe(answerFailed, time.Millisecond)
+	v := g.state(other, retry)
+	if !v.admitted || v.pause != retry.BackoffBase/2 {
+		t.Fatalf("with nothing in flight after a failure: admitted %v after %s, want admitted after %s (one batch's soonest retry)",
+			v.admitted, v.pause, retry.BackoffBase/2)
 	}
+	clk.Advance(v.pause)
 	if !g.begin(other) {
-		t.Fatal("begin refused the first new lease admitted with nothing in flight")
+		t.Fatal("begin refused the one attempt admitted with nothing in flight")
 	}
 	if g.begin(another) || admitted(another) {
-		t.Fatal("a second new lease was sent beside the first while the last answer failed")
+		t.Fatal("a second attempt was sent beside the first while the last answer failed")
 	}
 }
 
@@ -191,7 +201,7 @@ func simulateOutage(t *testing.T, limit int, d time.Duration, retry budget.Confi
 		sims[i] = &sim{l: g.add(nil), b: budget.NewBackoff(retry, clk, rnd)}
 	}
 	fail := func(s *sim) {
-		g.observe(answerFailed, time.Millisecond, true)
+		g.observe(answerFailed, time.Millisecond)
 		w, err := s.b.Next()
 		if err != nil {
 			t.Fatal(err)

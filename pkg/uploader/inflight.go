@@ -165,11 +165,11 @@ func (w *worker) ackNow(b *queue.Batch, info BatchInfo) next {
 
 // observeAttempt tells the gate what an attempt answered and, for a usable Retry-After, pauses
 // every new attempt until it has passed.
-func (w *worker) observeAttempt(o Outcome, took time.Duration, retry bool) {
+func (w *worker) observeAttempt(o Outcome, took time.Duration) {
 	if w.serial() {
 		return
 	}
-	w.gate.observe(answerOf(o), took, retry)
+	w.gate.observe(answerOf(o), took)
 }
 
 // answerOf is what an outcome tells the limiter about the destination's capacity.

@@ -29,18 +29,22 @@ import (
 // one batch in flight costs, and the first success starts slow start again (up to half the
 // limit it had). The streak scales with the limit because with many batches in flight a few
 // failures in a row are what 20% of failures look like; with the whole limit in flight an
-// outage fails half of them within one round trip. The outage's one probe waits at least half
-// a backoff base from the streak's first failure, the soonest one batch could retry. Once the
-// streak also spans that much (so a retry has failed in it, which a burst of bad luck among
-// requests sent together does not show), the probe is paced as one batch that failed from
-// the first failure of the streak on would be (probeAt): its next
-// attempt is no earlier than that batch's next one without jitter, counting as its attempts
-// every failed retry begun since the streak's first failure answered. The batches that were
-// already on their way then fail once each, as the one batch of upload.concurrency: 1 does (a
-// first attempt that left just after that answer was on its way before it could be known:
-// counting it would push the probe, and the destination's return, minutes out); every retry
-// begun after that counts, so after its first round trip an outage costs no more requests
-// than upload.concurrency: 1, and the probe finds the destination back as soon as it would.
+// outage fails half of them within one round trip. Only a success sent after every failure
+// of the streak ends it: when the destination goes down with many batches in flight, answers
+// to requests it took just before come in among the first failures, and they say nothing of
+// now.
+//
+// From a streak's first failure on, whether it turns out an outage or not, the gate sends one
+// attempt at a time once the attempts already on their way have answered, paced by probeAt:
+// no earlier than half a backoff base after that first failure (the soonest one batch could
+// retry), and once the streak spans that much, no earlier than one batch that failed there
+// and at every attempt begun since would retry without jitter. Attempts begun before the
+// first failure answered were on their way before it could be known and do not count:
+// counting them would push the next attempt, and the destination's return, minutes out.
+// So after its first round trip a streak of failures costs no more requests than
+// upload.concurrency: 1 does, and the next attempt finds the destination back as soon as that
+// batch would. Among successes a failure holds nothing for long: the next good answer of
+// those on their way ends the streak.
 //
 // Vector's adaptive request concurrency and Netflix's concurrency-limits grow by one per
 // window from the start, which takes minutes to find 32 on a WAN; slow start finds it in
@@ -61,8 +65,10 @@ type limiter struct {
 	lastRetryAfter time.Time     // when a Retry-After answer last shrank it
 	streak         int           // failed attempts since the last success
 	streakStart    time.Time     // when the first of them answered
-	streakSent     int           // those of them retries begun after streakStart: sent knowing of the failure
+	streakSent     int           // those of them begun after streakStart: sent knowing of the failure
+	firstRound     int           // the others: on their way before the first failure answered
 	lastFail       time.Time     // when the last of them answered
+	failSent       time.Time     // when the last sent of them was sent: a success sent before says nothing newer
 	down           bool          // an outage: the streak reached outageStreak; until a success
 	winOK          int           // answers in the current window
 	winFail        int
@@ -76,6 +82,7 @@ const (
 	limiterBaseDrift     = 64                    // the baseline moves 1/64 of the way up per answer
 	limiterSmoothing     = 4                     // the smoothed round trip moves 1/4 of the way per answer
 	limiterRetryAfterGap = time.Second           // Retry-After answers shrink the limit at most once per gap
+	limiterFirstRound    = 2                     // failures of a streak's first round beyond one that pace it as retries
 )
 
 // answer is what the limiter learns from one attempt.
@@ -101,12 +108,15 @@ func (l *limiter) Limit() int {
 }
 
 // observe records one attempt's answer, which took rtt and ended at now, with inflight
-// batches in flight (the attempt's included); retry says it was not the batch's first attempt.
-func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Time, retry bool) {
+// batches in flight (the attempt's included).
+func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Time) {
 	switch a {
 	case answerNeutral:
 		return
 	case answerGood:
+		if l.streak > 0 && !now.Add(-rtt).After(l.failSent) {
+			return // sent before a failure of the streak: older news than that failure
+		}
 		l.streak, l.down = 0, false
 		l.winOK++
 		if l.srtt == 0 {
@@ -140,9 +150,15 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 		return
 	case answerFailed, answerBackPressure:
 		if l.streak == 0 {
-			l.streakStart, l.streakSent = now, 0
-		} else if retry && now.Add(-rtt).After(l.streakStart) {
+			l.streakStart, l.streakSent, l.firstRound, l.failSent = now, 0, 0, time.Time{}
+		}
+		if now.Add(-rtt).After(l.streakStart) {
 			l.streakSent++
+		} else {
+			l.firstRound++
+		}
+		if sent := now.Add(-rtt); sent.After(l.failSent) {
+			l.failSent = sent
 		}
 		l.streak++
 		l.lastFail = now
@@ -188,19 +204,20 @@ func (l *limiter) track(rtt time.Duration) {
 	}
 }
 
-// probeAt returns when the probe of an outage may start its next attempt (zero when there is
-// no outage): as long after the streak's first failure as one batch that failed there and at
+// probeAt returns when the next attempt may start while the last answers failed (zero after a
+// success): as long after the streak's first failure as one batch that failed there and at
 // every attempt begun since would wait, without jitter (budget.Unjittered). While the streak
-// spans less than half a backoff base (no retry has failed in it yet, and it may be bad luck
-// among requests sent together) only that much: the soonest one batch's first retry may go.
+// spans less than half a backoff base (nothing sent after its first failure has failed yet,
+// and it may be bad luck among requests sent together) only that much: the soonest one
+// batch's first retry may go.
 func (l *limiter) probeAt(retry budget.Config) time.Time {
-	if !l.down {
+	if l.streak == 0 {
 		return time.Time{}
 	}
 	if l.lastFail.Sub(l.streakStart) < retry.BackoffBase/2 {
 		return l.streakStart.Add(retry.BackoffBase / 2)
 	}
-	return l.streakStart.Add(budget.Unjittered(retry, 1+l.streakSent))
+	return l.streakStart.Add(budget.Unjittered(retry, 1+l.streakSent+min(l.firstRound-1, limiterFirstRound)))
 }
 
 // outage reports whether the recent attempts all failed (see limiter), until a success.

@@ -20,7 +20,7 @@ func runSteps(l *limiter, steps []step) *limiter {
 	for _, s := range steps {
 		for range s.n {
 			now = now.Add(s.rtt)
-			l.observe(s.a, s.rtt, l.Limit(), now, true)
+			l.observe(s.a, s.rtt, l.Limit(), now)
 		}
 	}
 	return l
@@ -82,37 +82,64 @@ func TestLimiter_DoesNotGrowWhileTheClientHasLessToSend(t *testing.T) {
 	now := time.Unix(0, 0)
 	for range 100 {
 		now = now.Add(time.Millisecond)
-		l.observe(answerGood, time.Millisecond, 1, now, true) // one batch in flight at a time
+		l.observe(answerGood, time.Millisecond, 1, now) // one batch in flight at a time
 	}
 	if got := l.Limit(); got > 2 {
 		t.Errorf("limit = %d after 100 answers with 1 in flight, want at most 2", got)
 	}
 }
 
-// The probe of an outage is paced as one batch that failed at the outage's first failure and
-// at every retry since. First attempts that left in the outage's first round trip were on
-// their way before its first failure could be known: they do not push the probe out.
-func TestLimiter_OutageProbeIsPacedByTheRetriesSinceTheFirstFailure(t *testing.T) {
+// While every answer fails, the next attempt is paced as one batch that failed at the
+// streak's first failure and at every attempt begun since. Of the first round trip's failures
+// (on their way before the first could be known), the first probe ignores all but the first,
+// so a blip costs half a backoff base; once that probe has failed too, up to
+// limiterFirstRound more count as attempts of that batch, so an outage that began with many
+// batches in flight sends no more requests than one batch in flight.
+func TestLimiter_OutageProbeIsPacedAsOneBatch(t *testing.T) {
 	retry := budget.DefaultConfig()
+	for _, tc := range []struct {
+		firstRound int
+		second     time.Duration // the probe after the first probe failed
+	}{
+		{1, budget.Unjittered(retry, 2)},
+		{2, budget.Unjittered(retry, 3)},
+		{16, budget.Unjittered(retry, 2+limiterFirstRound)},
+	} {
+		l := newLimiter(32)
+		l.limit = 32
+		t0 := time.Unix(0, 0)
+		l.observe(answerFailed, time.Millisecond, 32, t0)
+		for i := range tc.firstRound - 1 { // on their way before t0, answered just after
+			l.observe(answerFailed, 30*time.Millisecond, 32, t0.Add(time.Duration(5+i)*time.Millisecond))
+		}
+		if got, want := l.probeAt(retry), t0.Add(retry.BackoffBase/2); !got.Equal(want) {
+			t.Errorf("first round of %d: probe at %v, want %v (the soonest one batch's first retry)", tc.firstRound, got.Sub(t0), want.Sub(t0))
+		}
+		l.observe(answerFailed, time.Millisecond, 1, t0.Add(300*time.Millisecond))
+		if got, want := l.probeAt(retry), t0.Add(tc.second); !got.Equal(want) {
+			t.Errorf("first round of %d: probe at %v after the first probe failed, want %v", tc.firstRound, got.Sub(t0), want.Sub(t0))
+		}
+		l.observe(answerGood, time.Millisecond, 1, t0.Add(10*time.Second))
+		if l.outage() || l.failing() || !l.probeAt(retry).IsZero() {
+			t.Errorf("first round of %d: a success did not end the streak and its pace", tc.firstRound)
+		}
+	}
+}
+
+// When the destination goes down with many batches in flight, answers to requests it took
+// just before come in among the first failures: only a success sent after the streak's
+// failures were ends it.
+func TestLimiter_OnlyASuccessSentAfterTheFailuresEndsTheStreak(t *testing.T) {
 	l := newLimiter(32)
-	l.limit = 32
+	l.limit = 8
 	t0 := time.Unix(0, 0)
-	l.observe(answerFailed, time.Millisecond, 32, t0, false)
-	for i := range 15 { // begun just after t0, answered just after
-		l.observe(answerFailed, 2*time.Millisecond, 32, t0.Add(time.Duration(5+i)*time.Millisecond), false)
+	l.observe(answerFailed, 10*time.Millisecond, 8, t0) // sent at t0-10ms
+	l.observe(answerGood, 20*time.Millisecond, 8, t0.Add(time.Millisecond))
+	if !l.failing() {
+		t.Fatal("a success sent before the failure ended the streak")
 	}
-	if !l.outage() {
-		t.Fatal("16 failures in a row at limit 32 are not an outage")
-	}
-	if got, want := l.probeAt(retry), t0.Add(retry.BackoffBase/2); !got.Equal(want) {
-		t.Errorf("probe at %v after one round trip of failures, want %v (the soonest one batch's first retry)", got.Sub(t0), want.Sub(t0))
-	}
-	l.observe(answerFailed, time.Millisecond, 1, t0.Add(300*time.Millisecond), true)
-	if got, want := l.probeAt(retry), t0.Add(budget.Unjittered(retry, 2)); !got.Equal(want) {
-		t.Errorf("probe at %v after the first failed retry, want %v (one batch's second retry)", got.Sub(t0), want.Sub(t0))
-	}
-	l.observe(answerGood, time.Millisecond, 1, t0.Add(2*time.Second), true)
-	if l.outage() || !l.probeAt(retry).IsZero() {
-		t.Error("a success did not end the outage and its pace")
+	l.observe(answerGood, time.Millisecond, 8, t0.Add(2*time.Millisecond))
+	if l.failing() {
+		t.Fatal("a success sent after the failure did not end the streak")
 	}
 }
