@@ -12,6 +12,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -189,7 +190,7 @@ func salvaged(t *testing.T, dir string) (events map[string]bool, dead map[string
 			events[string(e)] = true
 		}
 		var more bool
-		b, more, err = s.ReadAfter(b.Keys[len(b.Keys)-1], 1<<20, 1<<40)
+		b, more, err = s.ReadAfter(b.Keys()[len(b.Keys())-1], 1<<20, 1<<40)
 		if !more && b == nil {
 			break
 		}
@@ -202,7 +203,11 @@ func salvaged(t *testing.T, dir string) (events map[string]bool, dead map[string
 		t.Fatalf("list the recovered dead letters: %v", err)
 	}
 	for _, d := range list {
-		dead[fmt.Sprintf("%x", d.ID[:])] = true
+		id, err := ksuid.Parse(d.ID)
+		if err != nil {
+			t.Fatalf("dead batch ID %q: %v", d.ID, err)
+		}
+		dead[fmt.Sprintf("%x", id.Bytes())] = true
 	}
 	return events, dead
 }

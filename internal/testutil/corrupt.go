@@ -3,8 +3,14 @@ package testutil
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/outboxhq/outbox/pkg/store"
 )
+
+// DataFile returns the path of the data file of the queue in dir.
+func DataFile(dir string) string { return filepath.Join(dir, store.FileName) }
 
 // FlipOnDisk damages every copy of marker in the file at path in place, as bit rot under a
 // running store would: the last byte of each occurrence is inverted through a write to the

@@ -29,8 +29,7 @@ type Config struct {
 	// OnCommit, when set, is called after each commit with the events it
 	// added and its duration (for a store_commit_duration_seconds histogram).
 	OnCommit func(events int, d time.Duration)
-	// OnDrop, when set, is called for every drop: reason is store.ReasonDropOldest,
-	// store.ReasonDeadOverflow or store.ReasonChecksum.
+	// OnDrop, when set, is called for every drop, with one of DropReasons() as reason.
 	OnDrop func(reason string, events int)
 	// OnCorrupt, when set, is called once if the background check of a large
 	// file fails or a read finds a damaged page while the queue is open;

@@ -2,52 +2,31 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/segmentio/ksuid"
 )
 
+// DeadBatch is one dead-letter batch, as the store reads it: its ID (pass it to DeadGet,
+// DeadReplay and DeadPurge), when and why it was dead-lettered, its size, and its events when
+// read one at a time (DeadGet).
+type DeadBatch = store.DeadBatch
+
+// DeadInfo is why and how a batch was dead-lettered; the store saves it with the batch.
+type DeadInfo = store.DeadInfo
+
 // MaxBodySnippet bounds DeadInfo.Body as stored.
-const MaxBodySnippet = 1024
+const MaxBodySnippet = store.MaxBodySnippet
 
-// DeadInfo is why and how a batch was dead-lettered.
-type DeadInfo struct {
-	Reason       string    `json:"reason"`                // e.g. "rejected", "budget_spent"
-	ErrorClass   string    `json:"error_class,omitempty"` // last error class, e.g. "maybe_sent"
-	Status       int       `json:"status,omitempty"`      // last HTTP status, 0 if none
-	Attempts     int       `json:"attempts"`
-	FirstAttempt time.Time `json:"first_attempt,omitzero"`
-	LastAttempt  time.Time `json:"last_attempt,omitzero"`
-	Body         []byte    `json:"body,omitempty"` // response body snippet, ≤ MaxBodySnippet
-}
-
-// DeadBatch is one dead-letter batch.
-type DeadBatch struct {
-	ID     string    // KSUID string; pass to DeadGet/DeadReplay/DeadPurge
-	At     time.Time // when it was dead-lettered
-	Info   DeadInfo
-	Count  int      // events
-	Bytes  int64    // event bytes
-	Events [][]byte // filled by DeadGet only
-}
-
-// DeadLetter moves the batch's events, with d, into the dead-letter bucket in
-// one transaction. Past DeadMaxBytes the oldest dead batches are dropped.
+// DeadLetter moves the batch's events, with d (its Body cut to MaxBodySnippet), into the
+// dead-letter bucket in one transaction. Past DeadMaxBytes the oldest dead batches are dropped.
 func (q *Queue) DeadLetter(b *Batch, d DeadInfo) error {
-	if b == nil || len(b.keys) == 0 {
+	if b == nil || len(b.Keys()) == 0 {
 		return nil
 	}
-	if len(d.Body) > MaxBodySnippet {
-		d.Body = d.Body[:MaxBodySnippet]
-	}
-	info, err := json.Marshal(d)
-	if err != nil {
-		return fmt.Errorf("dead letter: %w", err)
-	}
-	if err := q.s.MoveDead(context.Background(), b.keys, info); err != nil {
+	if err := q.s.MoveDead(context.Background(), b.Keys(), d); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
 	return nil
@@ -59,13 +38,7 @@ func (q *Queue) DeadList() ([]DeadBatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dead list: %w", err)
 	}
-	out := make([]DeadBatch, 0, len(list))
-	for _, d := range list {
-		db := DeadBatch{ID: d.ID.String(), At: d.ID.Time(), Count: d.Count, Bytes: d.Bytes}
-		_ = json.Unmarshal(d.Info, &db.Info)
-		out = append(out, db)
-	}
-	return out, nil
+	return list, nil
 }
 
 // DeadGet returns one dead batch with its events, or errs.ErrNotFound.
@@ -78,9 +51,7 @@ func (q *Queue) DeadGet(id string) (DeadBatch, error) {
 	if err != nil {
 		return DeadBatch{}, fmt.Errorf("dead batch %s: %w", id, err)
 	}
-	db := DeadBatch{ID: d.ID.String(), At: d.ID.Time(), Count: d.Count, Bytes: d.Bytes, Events: d.Events}
-	_ = json.Unmarshal(d.Info, &db.Info)
-	return db, nil
+	return d, nil
 }
 
 // DeadReplay moves dead batches (every one when ids is empty) back to the

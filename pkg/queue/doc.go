@@ -18,6 +18,10 @@
 // has left) and acknowledge several delivered batches in one commit with
 // AckAll.
 //
+// Batch, DeadBatch, DeadInfo and Stats are pkg/store's types (aliases): a lease is
+// the batch the store read, a dead letter the one it decoded, so pkg/uploader
+// names them through this package and never imports pkg/store.
+//
 // # Several batches in flight
 //
 // A consumer may hold many leases at once (Lease, then LeaseAfter the last one

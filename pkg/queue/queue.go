@@ -12,6 +12,18 @@ import (
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
+// Batch is a leased run of events from the head of the queue: the store's batch itself, so a
+// lease hands the consumer what the store read, with nothing converted. Its Release, Len and
+// Split are store.Batch's; Batch.Retry is the state SaveRetry saved for it before a restart.
+type Batch = store.Batch
+
+// Stats is the store's snapshot of the queue's counters (Queue.Stats).
+type Stats = store.Stats
+
+// DropReasons returns every reason an event may be dropped for, the keys Stats.Dropped may
+// hold: store.ReasonDropOldest, store.ReasonDeadOverflow and store.ReasonChecksum.
+func DropReasons() []string { return store.DropReasons() }
+
 // Queue is the durable FIFO of one data directory. Enqueue is safe for
 // concurrent use. Lease and LeaseAfter assume a single consumer, which may settle the
 // batches it holds (Ack, DeadLetter, SaveRetry) from several goroutines, in any order.
@@ -23,7 +35,7 @@ type Queue struct {
 }
 
 // Open opens (creating) the queue in dir. It fails with errs.ErrLocked
-// (wrapped) when another process owns dir and with a *store.CorruptError
+// (wrapped) when another process owns dir and with a *CorruptError
 // when the file cannot be opened or fails its check.
 func Open(dir string, cfg Config) (*Queue, error) {
 	if err := cfg.Validate(); err != nil {
@@ -81,19 +93,15 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 // the head until Ack or DeadLetter. After a restart a batch whose retry state was
 // saved comes back whole, with that state in Batch.Retry.
 func (q *Queue) Lease(maxEvents, maxBytes int) (*Batch, error) {
-	sb, err := q.s.Head(context.Background(), maxEvents, maxBytes)
-	if err != nil || sb == nil {
-		return nil, err
-	}
-	return q.batchOf(sb), nil
+	return q.s.Head(context.Background(), maxEvents, maxBytes)
 }
 
 // Ack deletes the batch's events (and its retry state) in one transaction.
 func (q *Queue) Ack(b *Batch) error {
-	if b == nil || len(b.keys) == 0 {
+	if b == nil || len(b.Keys()) == 0 {
 		return nil
 	}
-	if err := q.s.Delete(context.Background(), b.keys); err != nil {
+	if err := q.s.Delete(context.Background(), b.Keys()); err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
 	return nil
@@ -103,10 +111,10 @@ func (q *Queue) Ack(b *Batch) error {
 // acked or dead-lettered); after a restart Lease or LeaseAfter returns the same batch,
 // carrying st. It is ignored when b has left the queue.
 func (q *Queue) SaveRetry(b *Batch, st budget.State) error {
-	if b == nil || len(b.keys) == 0 {
+	if b == nil || len(b.Keys()) == 0 {
 		return nil
 	}
-	if err := q.s.SaveRetry(context.Background(), b.keys[0], len(b.keys), encodeRetry(st)); err != nil {
+	if err := q.s.SaveRetry(context.Background(), b.Keys()[0], len(b.Keys()), st); err != nil {
 		return fmt.Errorf("save retry state: %w", err)
 	}
 	b.Retry = st
@@ -143,7 +151,7 @@ func (q *Queue) Fits(need int64) error { return q.policy.Fits(need) }
 
 // Stats returns the store's counters: queued and dead events from memory, the file size from
 // one stat.
-func (q *Queue) Stats() store.Stats { return q.s.Stats() }
+func (q *Queue) Stats() Stats { return q.s.Stats() }
 
 // AckAll deletes the events of several batches in one transaction (one fsync), as Ack does
 // for one: a consumer that delivers batch after batch acknowledges the ones whose acks would
@@ -153,7 +161,7 @@ func (q *Queue) AckAll(batches ...*Batch) error {
 	var keys [][]byte
 	for _, b := range batches {
 		if b != nil {
-			keys = append(keys, b.keys...)
+			keys = append(keys, b.Keys()...)
 		}
 	}
 	if len(keys) == 0 {
@@ -177,25 +185,9 @@ func (q *Queue) AckAll(batches ...*Batch) error {
 // fails its checksum: Lease, once prev has left the queue, removes that event and goes on.
 // A nil or empty prev returns ErrNoBatch.
 func (q *Queue) LeaseAfter(prev *Batch, maxEvents, maxBytes int) (b *Batch, more bool, err error) {
-	if prev == nil || len(prev.keys) == 0 {
+	if prev == nil || len(prev.Keys()) == 0 {
 		return nil, false, ErrNoBatch
 	}
-	sb, more, err := q.s.ReadAfter(prev.keys[len(prev.keys)-1], maxEvents, maxBytes)
-	if err != nil || sb == nil {
-		return nil, more, err
-	}
-	return q.batchOf(sb), more, nil
-}
-
-// batchOf turns a store batch into a leased Batch, decoding its saved retry state.
-func (q *Queue) batchOf(sb *store.Batch) *Batch {
-	b := &Batch{Events: sb.Events, Bytes: sb.Bytes, keys: sb.Keys, read: sb}
-	if sb.Retry != nil {
-		st, err := decodeRetry(sb.Retry)
-		if err != nil {
-			q.log.Warn("saved retry state unreadable; starting afresh", "error", err)
-		}
-		b.Retry = st
-	}
-	return b
+	keys := prev.Keys()
+	return q.s.ReadAfter(keys[len(keys)-1], maxEvents, maxBytes)
 }

@@ -29,8 +29,8 @@ func drainAll(t *testing.T, s *store.Store) int {
 		if b == nil {
 			return n
 		}
-		n += len(b.Keys)
-		if err := s.Delete(context.Background(), b.Keys); err != nil {
+		n += len(b.Keys())
+		if err := s.Delete(context.Background(), b.Keys()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestStore_CompactionLosesNoConcurrentAppend(t *testing.T) {
 			}
 			seen[id] = true
 		}
-		if err := s.Delete(context.Background(), b.Keys); err != nil {
+		if err := s.Delete(context.Background(), b.Keys()); err != nil {
 			t.Fatal(err)
 		}
 	}

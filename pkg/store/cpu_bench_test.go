@@ -73,11 +73,11 @@ func benchCPU(b *testing.B, producers, perCall int, async bool, window, size int
 			if bt == nil {
 				continue
 			}
-			if err := s.Delete(context.Background(), bt.Keys); err != nil {
+			if err := s.Delete(context.Background(), bt.Keys()); err != nil {
 				b.Error(err)
 				return
 			}
-			consumed.Add(int64(len(bt.Keys)))
+			consumed.Add(int64(len(bt.Keys())))
 		}
 	}()
 	b.ReportAllocs()

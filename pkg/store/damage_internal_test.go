@@ -104,7 +104,7 @@ func TestStore_PageDamagedWhileOpen_ReadAndWriteStopIntakeWithCorruptError(t *te
 			case "head":
 				_, err = s.Head(context.Background(), 10, 1<<20)
 			case "delete":
-				err = s.Delete(context.Background(), b.Keys)
+				err = s.Delete(context.Background(), b.Keys())
 			case "compact":
 				err = s.Compact(context.Background())
 			case "append-async": // answered through its callback, like the group's sync requests

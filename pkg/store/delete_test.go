@@ -12,6 +12,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
@@ -111,7 +112,7 @@ func TestDelete_RemovesExactlyTheGivenKeysAndKeepsCountsExact(t *testing.T) {
 			keys := make([][]byte, len(tc.del))
 			gone := map[int]bool{}
 			for i, d := range tc.del {
-				keys[i] = all.Keys[d]
+				keys[i] = all.Keys()[d]
 				gone[d] = true
 			}
 			if err := s.Delete(context.Background(), keys); err != nil {
@@ -144,20 +145,21 @@ func TestDelete_ClearsTheRetryStateOfItsFirstKeyOnly(t *testing.T) {
 	appendSized(t, s, 0, 30)
 	all := everything(t, s)
 	ctx := context.Background()
-	if err := s.SaveRetry(ctx, all.Keys[0], 10, []byte("state")); err != nil {
+	saved := budget.State{Attempts: 3, Retries: 2}
+	if err := s.SaveRetry(ctx, all.Keys()[0], 10, saved); err != nil {
 		t.Fatal(err)
 	}
 	// Acking a later batch leaves the head's saved state alone.
-	if err := s.Delete(ctx, all.Keys[10:20]); err != nil {
+	if err := s.Delete(ctx, all.Keys()[10:20]); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := s.Head(ctx, 100, 1<<20); err != nil || string(h.Retry) != "state" || len(h.Events) != 10 {
+	if h, err := s.Head(ctx, 100, 1<<20); err != nil || h.Retry != saved || len(h.Events) != 10 {
 		t.Fatalf("head after acking a later batch: %v, %v; want the saved batch of 10 with its state", h, err)
 	}
-	if err := s.Delete(ctx, all.Keys[:10]); err != nil {
+	if err := s.Delete(ctx, all.Keys()[:10]); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := s.Head(ctx, 100, 1<<20); err != nil || h.Retry != nil || len(h.Events) != 10 {
+	if h, err := s.Head(ctx, 100, 1<<20); err != nil || h.Retry != (budget.State{}) || len(h.Events) != 10 {
 		t.Fatalf("head after acking the saved batch: %v, %v; want the last 10 events without state", h, err)
 	}
 }
@@ -192,11 +194,11 @@ func TestDelete_AnyKeysInAnyGroupKeepTheQueueAndCountsExact(t *testing.T) {
 			all := everything(rt, s)
 			var keys [][]byte
 			del := map[int]bool{}
-			for r := rapid.IntRange(1, 3).Draw(rt, "runs"); r > 0 && len(all.Keys) > 0; r-- {
-				lo := rapid.IntRange(0, len(all.Keys)-1).Draw(rt, "lo")
-				hi := rapid.IntRange(lo+1, min(len(all.Keys), lo+120)).Draw(rt, "hi")
+			for r := rapid.IntRange(1, 3).Draw(rt, "runs"); r > 0 && len(all.Keys()) > 0; r-- {
+				lo := rapid.IntRange(0, len(all.Keys())-1).Draw(rt, "lo")
+				hi := rapid.IntRange(lo+1, min(len(all.Keys()), lo+120)).Draw(rt, "hi")
 				for i := lo; i < hi; i++ {
-					keys = append(keys, all.Keys[i])
+					keys = append(keys, all.Keys()[i])
 					del[i] = true
 				}
 			}
@@ -231,7 +233,7 @@ func TestDelete_AnyKeysInAnyGroupKeepTheQueueAndCountsExact(t *testing.T) {
 			var left []int
 			for i, e := range model {
 				if del[i] {
-					gone = append(gone, all.Keys[i])
+					gone = append(gone, all.Keys()[i])
 				} else {
 					left = append(left, e)
 				}

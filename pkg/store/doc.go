@@ -5,6 +5,13 @@
 // not policy: how much may be stored, what to evict and how many dead letters
 // to keep are asked of the Policy its owner (pkg/queue) gives it.
 //
+// Its types are the ones every layer above uses, so that nothing converts them on
+// the way to the destination: Batch (a lease; pkg/queue and pkg/uploader name it
+// queue.Batch) with its decoded retry state, DeadBatch with its DeadInfo, Stats
+// and the drop reasons. The store therefore knows the shape of what it keeps
+// beside the events: a batch's retry state (a budget.State, SaveRetry) and a dead
+// batch's DeadInfo (MoveDead), both saved as JSON (retrystate.go, dead.go).
+//
 // # Layout
 //
 // One file, <dir>/outbox.db, next to <dir>/outbox.lock (an flock holding the
@@ -93,7 +100,9 @@
 // batch holds no reference into bbolt's memory map. A consumer that is done
 // with a batch's events hands their block back with Batch.Release, so a drain
 // reuses a few blocks instead of faulting in fresh memory for every batch; the
-// keys stay valid for the ack.
+// keys (Batch.Keys) stay valid for the ack. The halves of Batch.Split share the
+// block. A saved retry state comes back decoded in Batch.Retry; one that cannot
+// be decoded is logged and read as zero, so that the batch retries afresh.
 //
 // # Appends copy
 //

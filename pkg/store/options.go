@@ -44,6 +44,9 @@ const (
 	ReasonChecksum     = "checksum"      // record failed its CRC at lease time
 )
 
+// DropReasons returns every drop reason, in the order above: the keys Stats.Dropped may hold.
+func DropReasons() []string { return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum} }
+
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

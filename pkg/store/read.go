@@ -4,37 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 
-	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
-	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 )
-
-// Batch is a run of events from the head of the queue, copied out of bbolt.
-type Batch struct {
-	Keys   [][]byte // event keys, ascending
-	Events [][]byte // payloads, parallel to Keys
-	Bytes  int      // sum of len(Events)
-	Retry  []byte   // saved retry state when this is the saved head batch, else nil
-
-	events *[]byte // the block Events are slices of (pooled, see Release)
-}
-
-// Release hands the block that holds the batch's Events back to the store, for the events of
-// a later read: a consumer that reads batch after batch then reuses a few blocks instead of
-// allocating (and faulting in) fresh memory for every batch. Call it at most once, when
-// nothing refers to Events any more; Keys are held apart and stay valid. Not calling it is
-// never wrong: the garbage collector reclaims the block.
-func (b *Batch) Release() {
-	if b == nil || b.events == nil {
-		return
-	}
-	p := b.events
-	b.events, b.Events = nil, nil
-	putBlock(p)
-}
 
 // Head returns up to maxEvents oldest events totalling at most maxBytes
 // (always at least one), or nil when the queue is empty. When a retry state
@@ -50,7 +23,7 @@ func (s *Store) Head(ctx context.Context, maxEvents, maxBytes int) (*Batch, erro
 		var out *Batch
 		var bad []byte
 		err := s.view(func(tx *bolt.Tx) error {
-			out, bad = readHead(tx, maxEvents, maxBytes)
+			out, bad = s.readHead(tx, maxEvents, maxBytes)
 			return nil
 		})
 		if err != nil || bad == nil {
@@ -62,72 +35,11 @@ func (s *Store) Head(ctx context.Context, maxEvents, maxBytes int) (*Batch, erro
 	}
 }
 
-func readHead(tx *bolt.Tx, maxEvents, maxBytes int) (*Batch, []byte) {
+func (s *Store) readHead(tx *bolt.Tx, maxEvents, maxBytes int) (*Batch, []byte) {
 	c := tx.Bucket(format.BucketEvents).Cursor()
 	k, v := c.First()
-	b, bad, _ := readRun(tx, c, k, v, runLimit{maxEvents, maxBytes})
+	b, bad, _ := s.readRun(tx, c, k, v, runLimit{maxEvents, maxBytes})
 	return b, bad
-}
-
-// DeadBatch is one dead-letter batch. Events is filled only by DeadGet.
-type DeadBatch struct {
-	ID     ksuid.KSUID // also the time it was dead-lettered
-	Info   []byte      // opaque to the store (pkg/queue's DeadInfo)
-	Count  int         // events
-	Bytes  int64       // event bytes
-	Events [][]byte
-}
-
-// DeadList returns every dead batch, oldest first, without events.
-func (s *Store) DeadList() ([]DeadBatch, error) {
-	var out []DeadBatch
-	err := s.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(format.BucketDead).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			d, err := decodeDeadBatch(k, v, false)
-			if err != nil {
-				return err
-			}
-			out = append(out, d)
-		}
-		return nil
-	})
-	return out, err
-}
-
-// DeadGet returns one dead batch with its events, or errs.ErrNotFound.
-func (s *Store) DeadGet(id []byte) (DeadBatch, error) {
-	var out DeadBatch
-	err := s.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(format.BucketDead).Get(id)
-		if v == nil {
-			return errs.ErrNotFound
-		}
-		var err error
-		out, err = decodeDeadBatch(id, v, true)
-		return err
-	})
-	return out, err
-}
-
-func decodeDeadBatch(k, v []byte, withEvents bool) (DeadBatch, error) {
-	id, err := ksuid.FromBytes(k)
-	if err != nil {
-		return DeadBatch{}, err
-	}
-	p, err := format.DecodeRecord(v)
-	if err != nil {
-		return DeadBatch{}, errors.Join(errors.New("dead batch "+id.String()), err)
-	}
-	h, err := format.DecodeDeadHeader(p)
-	if err != nil {
-		return DeadBatch{}, err
-	}
-	d := DeadBatch{ID: id, Info: append([]byte(nil), h.Info...), Count: h.Events, Bytes: h.Bytes}
-	if withEvents {
-		d.Events, err = format.DeadEvents(h)
-	}
-	return d, err
 }
 
 // ReadAfter returns the run of events that follows key after, cut by the same limits as Head:
@@ -144,19 +56,19 @@ func (s *Store) ReadAfter(after []byte, maxEvents, maxBytes int) (b *Batch, more
 		maxEvents = 1
 	}
 	err = s.view(func(tx *bolt.Tx) error {
-		b, more = readAfter(tx, after, maxEvents, maxBytes)
+		b, more = s.readAfter(tx, after, maxEvents, maxBytes)
 		return nil
 	})
 	return b, more, err
 }
 
-func readAfter(tx *bolt.Tx, after []byte, maxEvents, maxBytes int) (*Batch, bool) {
+func (s *Store) readAfter(tx *bolt.Tx, after []byte, maxEvents, maxBytes int) (*Batch, bool) {
 	c := tx.Bucket(format.BucketEvents).Cursor()
 	k, v := c.Seek(after)
 	if k != nil && bytes.Equal(k, after) {
 		k, v = c.Next()
 	}
-	b, bad, more := readRun(tx, c, k, v, runLimit{maxEvents, maxBytes})
+	b, bad, more := s.readRun(tx, c, k, v, runLimit{maxEvents, maxBytes})
 	if bad != nil {
 		return nil, true
 	}
@@ -170,12 +82,13 @@ type runLimit struct{ events, bytes int }
 // events totalling at most maxBytes (always at least one), or the saved batch when the retry
 // state belongs to k. It verifies every record and stops before the first that fails; when
 // that is k itself it returns a nil batch and bad, a copy of k. more reports that an event
-// follows the batch. k == nil returns nothing.
+// follows the batch. k == nil returns nothing. A saved retry state that cannot be decoded is
+// logged and read as zero: the batch starts its retries afresh rather than never leaving.
 //
 // Keys are copied into one allocation and events into one pooled block (see Batch.Release): a
 // first walk over the run (which reads only the lengths) finds how many events the batch takes
 // and their size, so each is taken once at its size, rather than one allocation per event.
-func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, bad []byte, more bool) {
+func (s *Store) readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, bad []byte, more bool) {
 	maxEvents, maxBytes := lim.events, lim.bytes
 	if k == nil {
 		return nil, nil, false
@@ -189,18 +102,25 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 	k, v = c.Seek(k)                  // back to the first key (k is still valid: the transaction holds its page)
 	keys := make([]byte, 0, n*len(k)) // every key is a KSUID: n of k's length
 	block := getBlock(size - cap(keys))
-	b = &Batch{Retry: retry, Keys: make([][]byte, 0, n), Events: make([][]byte, 0, n), events: block}
+	b = &Batch{keys: make([][]byte, 0, n), Events: make([][]byte, 0, n), events: block}
+	if retry != nil {
+		st, err := decodeRetry(retry)
+		if err != nil {
+			s.log.Warn("saved retry state unreadable; starting afresh", "error", err)
+		}
+		b.Retry = st
+	}
 	arena := *block
 	defer func() { *block = arena }()
-	for ; k != nil && len(b.Keys) < maxEvents; k, v = c.Next() {
+	for ; k != nil && len(b.keys) < maxEvents; k, v = c.Next() {
 		p, err := format.DecodeRecord(v)
 		if err != nil {
-			if len(b.Keys) == 0 {
+			if len(b.keys) == 0 {
 				return nil, append([]byte(nil), k...), true
 			}
 			return b, nil, true
 		}
-		if len(b.Keys) > 0 && maxBytes >= 0 && b.Bytes+len(p) > maxBytes {
+		if len(b.keys) > 0 && maxBytes >= 0 && b.Bytes+len(p) > maxBytes {
 			return b, nil, true
 		}
 		// Each key and event is a full slice expression into its block, so that appending to
@@ -208,7 +128,7 @@ func readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, 
 		// which the transaction rules out, an append that outgrows a block move what is taken).
 		n := len(keys)
 		keys = append(keys, k...)
-		b.Keys = append(b.Keys, keys[n:len(keys):len(keys)])
+		b.keys = append(b.keys, keys[n:len(keys):len(keys)])
 		n = len(arena)
 		arena = append(arena, p...)
 		b.Events = append(b.Events, arena[n:len(arena):len(arena)])

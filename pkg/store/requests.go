@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 )
 
@@ -134,15 +135,16 @@ func (s *Store) Delete(ctx context.Context, keys [][]byte) error {
 }
 
 // MoveDead moves the events with these keys into one dead batch carrying
-// info, in one transaction.
-func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info []byte) error {
-	return s.submit(ctx, &request{kind: opDead, keys: keys, info: info})
+// info (its Body cut to MaxBodySnippet), in one transaction.
+func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info DeadInfo) error {
+	return s.submit(ctx, &request{kind: opDead, keys: keys, info: encodeDeadInfo(info)})
 }
 
-// SaveRetry stores the retry state of a batch in flight (first key headKey, count events),
-// beside those of the other batches in flight. It is ignored when headKey is no longer stored.
-func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, state []byte) error {
-	return s.submit(ctx, &request{kind: opRetry, keys: [][]byte{headKey}, count: count, info: state})
+// SaveRetry stores st as the retry state of a batch in flight (first key headKey, count
+// events), beside those of the other batches in flight; Head and ReadAfter return that batch
+// whole, with st in Batch.Retry. It is ignored when headKey is no longer stored.
+func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, st budget.State) error {
+	return s.submit(ctx, &request{kind: opRetry, keys: [][]byte{headKey}, count: count, info: encodeRetry(st)})
 }
 
 // Replay moves dead batches (all when ids is empty) back to the tail of the

@@ -3,11 +3,16 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
+	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -62,8 +67,8 @@ func TestEvictOldest_TakesTheRetryStatesOfEvictedBatchesWithIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, head := range [][]byte{all.Keys[0], all.Keys[10], all.Keys[20]} { // three batches in flight
-		if err := s.SaveRetry(ctx, head, 10, []byte("state")); err != nil {
+	for _, head := range [][]byte{all.Keys()[0], all.Keys()[10], all.Keys()[20]} { // three batches in flight
+		if err := s.SaveRetry(ctx, head, 10, budget.State{Attempts: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,8 +76,145 @@ func TestEvictOldest_TakesTheRetryStatesOfEvictedBatchesWithIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := retryStates(t, s)
-	want := []string{string(retryKey(all.Keys[20]))}
+	want := []string{string(retryKey(all.Keys()[20]))}
 	if len(got) != 1 || got[0] != want[0] {
 		t.Fatalf("retry states after evicting the first batch and half the second: %q, want only the third's %q", got, want)
 	}
+}
+
+// TestHead_ReadsTheStatesAndDeadInfoAnOlderBuildWrote writes, straight into the file, the bytes
+// an older build wrote: the single head retry state (format.MetaRetry), a per-batch state and a
+// dead batch, each with its JSON as that build encoded it. The store reads them as budget.State
+// and DeadInfo, and encodes a state to the same JSON.
+func TestHead_ReadsTheStatesAndDeadInfoAnOlderBuildWrote(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	evs := make([][]byte, 10)
+	for i := range evs {
+		evs[i] = fmt.Appendf(nil, `{"messageId":"m%02d"}`, i)
+	}
+	if err := s.Append(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Head(ctx, 100, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := all.Keys()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	const (
+		headJSON = `{"a":3,"r":2,"b":1700000000000000000}`
+		nextJSON = `{"a":1,"r":0,"l":1700000000500000000}`
+		infoJSON = `{"reason":"rejected","error_class":"status","status":400,"attempts":2,"first_attempt":"2023-11-14T22:13:20Z","body":"bm9wZQ=="}`
+	)
+	saved := func(k []byte, count uint32, state string) []byte {
+		v := append(append([]byte(nil), k...), binary.BigEndian.AppendUint32(nil, count)...)
+		return format.EncodeRecord(append(v, state...))
+	}
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadID := ksuid.New()
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(format.BucketMeta)
+		if err := meta.Put(format.MetaRetry, saved(keys[0], 4, headJSON)); err != nil {
+			return err
+		}
+		if err := meta.Put(retryKey(keys[4]), saved(keys[4], 3, nextJSON)); err != nil {
+			return err
+		}
+		dead := format.EncodeRecord(format.EncodeDead([]byte(infoJSON), [][]byte{[]byte(`{"messageId":"d0"}`)}))
+		return tx.Bucket(format.BucketDead).Put(deadID.Bytes(), dead)
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(dir, Options{NoSync: true}) // corrects the dead counters the write above left off
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	head, err := s.Head(ctx, 100, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHead := budget.State{Attempts: 3, Retries: 2, BackoffStart: time.Unix(0, 1700000000000000000)}
+	if head.Len() != 4 || !sameState(head.Retry, wantHead) {
+		t.Fatalf("head: %d events, retry %+v; want the 4 saved with %+v", head.Len(), head.Retry, wantHead)
+	}
+	next, _, err := s.ReadAfter(head.Keys()[3], 100, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNext := budget.State{Attempts: 1, RateLimitStart: time.Unix(0, 1700000000500000000)}
+	if next.Len() != 3 || !sameState(next.Retry, wantNext) {
+		t.Fatalf("next: %d events, retry %+v; want the 3 saved with %+v", next.Len(), next.Retry, wantNext)
+	}
+	if got := string(encodeRetry(wantHead)); got != headJSON {
+		t.Errorf("encodeRetry(%+v) = %s, want %s", wantHead, got, headJSON)
+	}
+
+	d, err := s.DeadGet(deadID.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantInfo := DeadInfo{Reason: "rejected", ErrorClass: "status", Status: 400, Attempts: 2,
+		FirstAttempt: time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC), Body: []byte("nope")}
+	if d.ID != deadID.String() || !d.At.Equal(deadID.Time()) || d.Count != 1 || len(d.Events) != 1 ||
+		d.Info.Reason != wantInfo.Reason || d.Info.ErrorClass != wantInfo.ErrorClass || d.Info.Status != wantInfo.Status ||
+		d.Info.Attempts != wantInfo.Attempts || !d.Info.FirstAttempt.Equal(wantInfo.FirstAttempt) ||
+		!d.Info.LastAttempt.IsZero() || string(d.Info.Body) != "nope" {
+		t.Fatalf("dead batch %+v, want ID %s with info %+v and its one event", d, deadID, wantInfo)
+	}
+	if got := string(encodeDeadInfo(wantInfo)); got != infoJSON {
+		t.Errorf("encodeDeadInfo = %s, want %s", got, infoJSON)
+	}
+}
+
+// TestHead_AnUnreadableRetryStateStartsAfresh: a saved state that does not decode leaves the
+// batch whole (its saved event count) with a zero state, rather than stuck at the head.
+func TestHead_AnUnreadableRetryStateStartsAfresh(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Append(ctx, [][]byte{[]byte(`{"n":0}`), []byte(`{"n":1}`), []byte(`{"n":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Head(ctx, 100, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What SaveRetry writes, with a state that is not JSON.
+	r := &request{kind: opRetry, keys: all.Keys()[:1], count: 2, info: []byte("not json")}
+	if err := s.submit(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	head, err := s.Head(ctx, 100, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.Len() != 2 || head.Retry != (budget.State{}) {
+		t.Fatalf("head: %d events, retry %+v; want the 2 saved, with a zero state", head.Len(), head.Retry)
+	}
+}
+
+// sameState compares states by instant, as a state read back carries a local time.
+func sameState(a, b budget.State) bool {
+	return a.Attempts == b.Attempts && a.Retries == b.Retries &&
+		a.BackoffStart.Equal(b.BackoffStart) && a.RateLimitStart.Equal(b.RateLimitStart)
 }

@@ -56,7 +56,7 @@ func drainIDs(t *testing.T, s *store.Store) []string {
 		for _, e := range b.Events {
 			ids = append(ids, string(e[14:21]))
 		}
-		if err := s.Delete(context.Background(), b.Keys); err != nil {
+		if err := s.Delete(context.Background(), b.Keys()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,7 +191,7 @@ func TestCompact_OfflineShrinksAndKeepsEvents(t *testing.T) {
 	s := mustOpen(t, dir, store.Options{NoSync: true, CompactMinBytes: -1})
 	fill(t, s, 20000)
 	b, _ := s.Head(context.Background(), 19990, 1<<30)
-	_ = s.Delete(context.Background(), b.Keys)
+	_ = s.Delete(context.Background(), b.Keys())
 	_ = s.Close()
 	before, after, err := store.Compact(dir)
 	if err != nil {

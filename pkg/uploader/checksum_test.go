@@ -1,14 +1,12 @@
 package uploader_test
 
 import (
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
-	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -20,7 +18,7 @@ func TestUpload_ARecordThatFailsItsChecksumIsDroppedOnceAndTheRestDelivered(t *t
 	// A manual clock: the worker waits out batch.interval, so the damage lands before any lease.
 	c := open(t, testConfig(dir, s.URL()+"/v1/batch"), uploader.WithClock(budgettest.New(time.Time{})))
 	enqueue(t, c, 0, 30)
-	testutil.FlipOnDisk(t, filepath.Join(dir, store.FileName), `"m-0"`)
+	testutil.FlipOnDisk(t, testutil.DataFile(dir), `"m-0"`)
 	if err := c.Flush(waitCtx(t)); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/outboxhq/outbox/pkg/event"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
-	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -115,9 +114,9 @@ func TestOpen_LockedDataDirSaysOpenQueueOnce(t *testing.T) {
 	}
 }
 
-func TestDropReasons_AreTheStoresReasonStrings(t *testing.T) {
-	want := []string{store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum}
+func TestDropReasons_NameEveryDropReason(t *testing.T) {
+	want := []string{"drop_oldest", "dead_overflow", "checksum"} // Stats.Queue.Dropped keys, metric labels
 	if got := uploader.DropReasons(); strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("DropReasons() = %v, want the store's %v", got, want)
+		t.Errorf("DropReasons() = %v, want %v", got, want)
 	}
 }

@@ -57,7 +57,7 @@ type Hooks struct {
 	// OnCorrupt runs once, on the store's goroutine that found it, when damage shows after Open:
 	// the consistency check that runs in the background on a large file failed, or a read or
 	// write reached a damaged page. Intake has stopped (Enqueue fails with the same
-	// *store.CorruptError), the file is left as it is, and the application should close the
+	// *queue.CorruptError), the file is left as it is, and the application should close the
 	// client and have the file recovered (outbox recover).
 	OnCorrupt func(err error)
 	// OnEnqueued runs on the calling goroutine after Enqueue/EnqueueNormalized stored events,

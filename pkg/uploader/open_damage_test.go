@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/queue"
-	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -61,7 +60,7 @@ func TestOpen_DamagedQueueFileIsACorruptErrorNamingRecover_FileUnchanged(t *test
 			if err := q.Close(); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(dir, store.FileName)
+			path := testutil.DataFile(dir)
 			data, _ := os.ReadFile(path)
 			data = tc.damage(data)
 			if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -76,9 +75,9 @@ func TestOpen_DamagedQueueFileIsACorruptErrorNamingRecover_FileUnchanged(t *test
 			if err == nil {
 				_ = c.Close(context.Background())
 			}
-			var ce *store.CorruptError
+			var ce *queue.CorruptError
 			if !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), "outbox recover") {
-				t.Fatalf("Open on a damaged file: %v, want a *store.CorruptError naming %s and outbox recover", err, path)
+				t.Fatalf("Open on a damaged file: %v, want a *queue.CorruptError naming %s and outbox recover", err, path)
 			}
 			if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
 				t.Fatal("Open changed the damaged file")

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/queue"
 )
 
 // Stats is a snapshot of the client, in the shape of the agent's /v1/status. Zero times
@@ -37,7 +37,7 @@ type QueueStats struct {
 
 // DropReasons returns every drop reason, for exporting a zero series per reason up front.
 func DropReasons() []string {
-	return []string{store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum}
+	return queue.DropReasons()
 }
 
 // DeadStats describes the dead letters.
@@ -168,7 +168,7 @@ func (c *Client) Stats() Stats {
 }
 
 // fillQueueStats copies the queue's part of the snapshot.
-func fillQueueStats(s *Stats, qs store.Stats, now time.Time) {
+func fillQueueStats(s *Stats, qs queue.Stats, now time.Time) {
 	s.Queue = QueueStats{Events: qs.Events, Bytes: qs.Bytes, Dropped: qs.Dropped}
 	if !qs.Oldest.IsZero() {
 		s.Queue.OldestAge = max(now.Sub(qs.Oldest), 0)

@@ -45,10 +45,10 @@ func lossFill(t *testing.T, dir string, n, dead int) {
 	}
 	if dead > 0 {
 		b, err := s.Head(ctx, dead, 1<<30)
-		if err != nil || len(b.Keys) != dead {
+		if err != nil || len(b.Keys()) != dead {
 			t.Fatalf("head for dead batch: %v", err)
 		}
-		if err := s.MoveDead(ctx, b.Keys, []byte("info")); err != nil {
+		if err := s.MoveDead(ctx, b.Keys(), store.DeadInfo{Reason: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,7 +76,7 @@ func lossDrain(t *testing.T, dir string) (ids []string, dead int) {
 			for _, e := range b.Events {
 				ids = append(ids, string(e[14:21]))
 			}
-			after = b.Keys[len(b.Keys)-1]
+			after = b.Keys()[len(b.Keys())-1]
 		}
 		if !more || b == nil {
 			break

@@ -8,7 +8,7 @@ import (
 
 // Dead-letter payload (inside a record, so CRC-protected):
 //
-//	[u32 info length][info bytes (owned by pkg/queue)]
+//	[u32 info length][info bytes (store.DeadInfo as JSON)]
 //	[u32 event count][u64 event bytes]
 //	count × ([u32 length][event bytes])
 
@@ -20,7 +20,7 @@ type DeadHeader struct {
 	Body   []byte // the events part
 }
 
-// EncodeDead is the payload of a dead batch holding events, with the queue's info.
+// EncodeDead is the payload of a dead batch holding events, with its info.
 func EncodeDead(info []byte, events [][]byte) []byte {
 	n := 4 + len(info) + 12
 	var total int64
