@@ -17,11 +17,10 @@ import (
 // out a retry wait is below the limit: when the limit shrinks, the oldest batches go on and
 // the newest wait, unsent and spending nothing, while a batch in its backoff holds up no
 // other), and no usable Retry-After is running: a Retry-After is about this client, so it
-// pauses every new attempt, of every batch, until the latest such deadline. Under auto, while
-// the last answer failed, no attempt starts while another may still answer, and then one goes
-// alone, paced as the one batch of upload.concurrency: 1 would be (limiter.probeAt); during an
-// outage (limiter.outage) that one is the same lease, the first ready to, until a success or
-// until it leaves flight. So an outage costs what one batch in flight costs. The limit is fixed (upload.concurrency: N) or
+// pauses every new attempt, of every batch, until the latest such deadline. During an outage
+// (limiter.outage) one lease attempts, the first ready to, until a success or until it leaves
+// flight, paced as the one batch of upload.concurrency: 1 would be (limiter.probeAt), so an
+// outage costs what one batch in flight costs. The limit is fixed (upload.concurrency: N) or
 // the limiter's (auto), and never above the destination's own bound. A batch waiting out a
 // backoff of its own sends nothing, so its place goes to the next batch: at most twice the
 // most that may be in flight (upload.concurrency, or upload.max_concurrency under auto) are
@@ -49,8 +48,9 @@ type gate struct {
 
 // lease is one batch in flight under the gate.
 type lease struct {
-	seq uint64
-	b   *queue.Batch
+	seq   uint64
+	b     *queue.Batch
+	tried bool // an attempt of it was admitted (guarded by the gate's mu)
 }
 
 func newGate(cfg UploadConfig, bound int, clock budget.Clock) *gate {
@@ -226,12 +226,9 @@ func (g *gate) state(l *lease, retry budget.Config) verdict {
 		return v
 	}
 	g.probe = 0
-	if g.heldLocked() {
+	if g.heldFirstLocked(l) {
 		v.admitted = false
 		return v
-	}
-	if pace := g.lim.probeAt(retry).Sub(now); g.fixed == 0 && pace > v.pause {
-		v.pause, v.path = pace, PathBackoff // the last answer failed: paced as one batch
 	}
 	rank := 0
 	for _, s := range g.live {
@@ -246,24 +243,24 @@ func (g *gate) state(l *lease, retry budget.Config) verdict {
 	return v
 }
 
-// heldLocked reports whether every attempt must wait: as a new lease waits (room), an
-// attempt goes, while the last answer failed, only once no attempt is being sent that may say
-// the destination is up, and then alone (begin), paced as one batch (limiter.probeAt). So the
-// first round trip of a streak of failures sends no more than what was already on the way,
-// and after it one batch at a time, as upload.concurrency: 1 would.
-func (g *gate) heldLocked() bool {
-	return g.fixed == 0 && g.lim.failing() && g.sending > 0
+// heldFirstLocked reports whether l's first attempt must wait: as a new lease waits (room), a
+// batch not yet sent goes, while the last answer failed, only once no attempt is being sent
+// that may say the destination is up, and then alone (begin). So the first round trip of an
+// outage sends no more than what was already on the way, and after it one batch at a time.
+func (g *gate) heldFirstLocked(l *lease) bool {
+	return g.fixed == 0 && !l.tried && g.lim.failing() && g.sending > 0
 }
 
-// begin records that l's admitted attempt is being sent, unless it must wait after all
-// (another attempt went first since state said yes): then it returns false, and admit waits
-// for the gate's next change (that attempt's end) before asking again.
+// begin records that l's admitted attempt is being sent, unless its first attempt must wait
+// after all (another lease's went first since state said yes): then it returns false, and
+// admit waits for the gate's next change (that attempt's end) before asking again.
 func (g *gate) begin(l *lease) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.heldLocked() {
+	if g.heldFirstLocked(l) {
 		return false
 	}
+	l.tried = true
 	g.sending++
 	return true
 }

@@ -115,47 +115,46 @@ func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 	}
 }
 
-// After a failure, no attempt starts while another may still answer: its success says the
-// destination is up, and in the first round trip of an outage the batches already on the way
-// are all the requests it gets. Once nothing is being sent, one attempt goes, paced as the
-// one batch of upload.concurrency: 1 would retry, and the others wait for it.
-func TestGate_AfterAFailureAttemptsWaitForThoseInFlightThenGoOneAtATime(t *testing.T) {
+// After a failure, a lease not yet sent waits until an attempt in flight answers: its success
+// says the destination is up, and in the first round trip of an outage the batches already
+// on the way are all the requests it gets. A retry, and a new lease when nothing else is in
+// flight, are not held.
+func TestGate_AfterAFailureANewLeaseWaitsForTheAttemptsInFlight(t *testing.T) {
 	clk := budgettest.New(time.Unix(0, 0))
-	retry := budget.DefaultConfig()
 	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk)
 	g.lim.limit = 8
 	sent, failed, fresh := g.add(nil), g.add(nil), g.add(nil)
-	admitted := func(l *lease) bool { return g.state(l, retry).admitted }
+	admitted := func(l *lease) bool { return g.state(l, budget.DefaultConfig()).admitted }
 	if !g.begin(sent) || !g.begin(failed) {
-		t.Fatal("begin refused an attempt while nothing had failed")
+		t.Fatal("begin refused a lease's first attempt while nothing had failed")
 	}
 	g.observe(answerFailed, time.Millisecond)
 	g.end()
-	if admitted(fresh) || admitted(failed) {
-		t.Fatal("an attempt was admitted while the last answer failed and another attempt is in flight")
+	if admitted(fresh) {
+		t.Fatal("a lease never sent was admitted while the last answer failed and an attempt is in flight")
 	}
-	clk.Advance(2 * time.Millisecond) // sent after the failure was: a success ends the streak
+	if !admitted(failed) {
+		t.Fatal("the retry of the failed lease was held: it follows its own backoff")
+	}
+	clk.Advance(2 * time.Millisecond) // sent after the failure was: its success ends the streak
 	g.observe(answerGood, time.Millisecond)
-	g.end()
-	if !admitted(fresh) || !admitted(failed) {
-		t.Fatal("after a success attempts were still held")
+	if !admitted(fresh) {
+		t.Fatal("after a success the new lease was held while another attempt was in flight")
 	}
-	if v := g.state(fresh, retry); v.pause != 0 {
-		t.Fatalf("after a success an attempt was paced %s", v.pause)
+	g.end()
+	if !admitted(fresh) {
+		t.Fatal("after a success the new lease was still held")
 	}
 	other, another := g.add(nil), g.add(nil)
 	g.observe(answerFailed, time.Millisecond)
-	v := g.state(other, retry)
-	if !v.admitted || v.pause != retry.BackoffBase/2 {
-		t.Fatalf("with nothing in flight after a failure: admitted %v after %s, want admitted after %s (one batch's soonest retry)",
-			v.admitted, v.pause, retry.BackoffBase/2)
+	if !admitted(other) || !admitted(another) {
+		t.Fatal("with nothing in flight to answer, a new lease was held for good")
 	}
-	clk.Advance(v.pause)
 	if !g.begin(other) {
-		t.Fatal("begin refused the one attempt admitted with nothing in flight")
+		t.Fatal("begin refused the first new lease admitted with nothing in flight")
 	}
 	if g.begin(another) || admitted(another) {
-		t.Fatal("a second attempt was sent beside the first while the last answer failed")
+		t.Fatal("a second new lease was sent beside the first while the last answer failed")
 	}
 }
 

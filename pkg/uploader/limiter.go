@@ -24,27 +24,29 @@ import (
 // balancer) neither shrink nor grow it. A usable Retry-After halves it at most once a second,
 // keeping the threshold, so that it climbs back by slow start once the pause is over.
 //
-// Consecutive failed attempts with no success between them, as many as half the limit (at
-// least limiterOutage), are an outage: it falls to 1 at once, so an outage costs the requests
-// one batch in flight costs, and the first success starts slow start again (up to half the
-// limit it had). The streak scales with the limit because with many batches in flight a few
-// failures in a row are what 20% of failures look like; with the whole limit in flight an
-// outage fails half of them within one round trip. Only a success sent after every failure
-// of the streak ends it: when the destination goes down with many batches in flight, answers
-// to requests it took just before come in among the first failures, and they say nothing of
-// now.
+// limiterOutage failed attempts in a row, with no success between them, are an outage: the
+// limit falls to 1 at once, so an outage costs the requests one batch in flight costs, and the
+// first success starts slow start again (up to half the limit it had, at least
+// limiterOutage). Under 20% of failures six in a row begin at about one attempt in 15,000, and
+// cost a probe half a backoff base later and a slow start; fewer would come often enough to
+// keep a low limit from climbing, and a count that grew with the limit would let an outage
+// that began with few batches in flight send that many first. A success ends the streak only
+// when its request was sent no earlier than the first sent of the streak's failures: when the
+// destination goes down with many batches in flight, answers to requests it took just before
+// come in among the first failures, and they say nothing of now.
 //
-// From a streak's first failure on, whether it turns out an outage or not, the gate sends one
-// attempt at a time once the attempts already on their way have answered, paced by probeAt:
-// no earlier than half a backoff base after that first failure (the soonest one batch could
-// retry), and once the streak spans that much, no earlier than one batch that failed there
-// and at every attempt begun since would retry without jitter. Attempts begun before the
-// first failure answered were on their way before it could be known and do not count:
-// counting them would push the next attempt, and the destination's return, minutes out.
-// So after its first round trip a streak of failures costs no more requests than
-// upload.concurrency: 1 does, and the next attempt finds the destination back as soon as that
-// batch would. Among successes a failure holds nothing for long: the next good answer of
-// those on their way ends the streak.
+// The outage's one probe waits at least half a backoff base from the streak's first failure,
+// the soonest one batch could retry, so that a blip costs little. Once the streak also spans
+// that much, the probe is paced as one batch that failed from the first failure of the streak
+// on would be (probeAt): its next attempt is no earlier than that batch's next one without
+// jitter, counting as its attempts every failed attempt begun since the streak's first
+// failure answered. When that first round trip (the requests already on their way) failed
+// limiterOutage times or more, up to limiterFirstRound of its other failures count too: that
+// round trip is what many batches in flight cost an outage beyond one batch, and counting a
+// few of its requests gives them back over the outage's first seconds, while counting every
+// one would push the probe, and the destination's return, minutes out. So an outage costs
+// about as many requests as upload.concurrency: 1 sends, and the probe finds the destination
+// back within seconds of when that batch would.
 //
 // Vector's adaptive request concurrency and Netflix's concurrency-limits grow by one per
 // window from the start, which takes minutes to find 32 on a WAN; slow start finds it in
@@ -66,23 +68,23 @@ type limiter struct {
 	streak         int           // failed attempts since the last success
 	streakStart    time.Time     // when the first of them answered
 	streakSent     int           // those of them begun after streakStart: sent knowing of the failure
-	firstRound     int           // the others: on their way before the first failure answered
+	firstRound     int           // those of them on their way before the first answered (it included)
 	lastFail       time.Time     // when the last of them answered
-	failSent       time.Time     // when the last sent of them was sent: a success sent before says nothing newer
-	down           bool          // an outage: the streak reached outageStreak; until a success
+	failSent       time.Time     // when the first sent of them was sent: a success sent before says nothing newer
+	down           bool          // an outage (see limiter); until a success
 	winOK          int           // answers in the current window
 	winFail        int
 }
 
 // Tuning of the limiter; see limiter.
 const (
-	limiterOutage        = 6                     // the fewest consecutive failures that make an outage
+	limiterOutage        = 6                     // consecutive failures that make an outage
 	limiterMinWindow     = 8                     // attempts in the smallest failure window
 	limiterMinInflation  = 50 * time.Millisecond // round trip inflation below this is noise
 	limiterBaseDrift     = 64                    // the baseline moves 1/64 of the way up per answer
 	limiterSmoothing     = 4                     // the smoothed round trip moves 1/4 of the way per answer
 	limiterRetryAfterGap = time.Second           // Retry-After answers shrink the limit at most once per gap
-	limiterFirstRound    = 2                     // failures of a streak's first round beyond one that pace it as retries
+	limiterFirstRound    = 2                     // of a large first round trip, the failures beyond its first that pace the probe
 )
 
 // answer is what the limiter learns from one attempt.
@@ -114,8 +116,8 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 	case answerNeutral:
 		return
 	case answerGood:
-		if l.streak > 0 && !now.Add(-rtt).After(l.failSent) {
-			return // sent before a failure of the streak: older news than that failure
+		if l.streak > 0 && now.Add(-rtt).Before(l.failSent) {
+			return // sent before every failure of the streak: older news than they are
 		}
 		l.streak, l.down = 0, false
 		l.winOK++
@@ -150,22 +152,25 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 		return
 	case answerFailed, answerBackPressure:
 		if l.streak == 0 {
-			l.streakStart, l.streakSent, l.firstRound, l.failSent = now, 0, 0, time.Time{}
+			l.streakStart, l.firstRound, l.streakSent, l.failSent = now, 0, 0, time.Time{}
 		}
 		if now.Add(-rtt).After(l.streakStart) {
 			l.streakSent++
 		} else {
 			l.firstRound++
 		}
-		if sent := now.Add(-rtt); sent.After(l.failSent) {
+		if sent := now.Add(-rtt); l.streak == 0 || sent.Before(l.failSent) {
 			l.failSent = sent
 		}
 		l.streak++
 		l.lastFail = now
 		l.winFail++
-		if l.down || l.streak >= max(limiterOutage, l.Limit()/2) {
-			if !l.down && l.limit > 1 {
-				l.ssthresh = max(l.limit/2, 1)
+		if l.down || l.streak >= limiterOutage {
+			if !l.down {
+				// Slow start climbs back to half the limit, and at least to limiterOutage: an
+				// outage called at a low limit (early in slow start, or bad luck there) would
+				// otherwise leave only additive growth.
+				l.ssthresh = max(l.limit/2, limiterOutage)
 			}
 			l.limit, l.lastCut, l.down = 1, now, true
 			l.resetWindow()
@@ -204,20 +209,24 @@ func (l *limiter) track(rtt time.Duration) {
 	}
 }
 
-// probeAt returns when the next attempt may start while the last answers failed (zero after a
-// success): as long after the streak's first failure as one batch that failed there and at
-// every attempt begun since would wait, without jitter (budget.Unjittered). While the streak
-// spans less than half a backoff base (nothing sent after its first failure has failed yet,
-// and it may be bad luck among requests sent together) only that much: the soonest one
-// batch's first retry may go.
+// probeAt returns when the probe of an outage may start its next attempt (zero when there is
+// no outage): as long after the streak's first failure as one batch that failed there, at
+// every attempt begun since and, after a first round trip of limiterOutage failures or more,
+// at up to limiterFirstRound of them would wait, without jitter (budget.Unjittered). While the
+// streak spans less than half a backoff base (it may be a blip) only that much: the soonest
+// one batch's first retry may go.
 func (l *limiter) probeAt(retry budget.Config) time.Time {
-	if l.streak == 0 {
+	if !l.down {
 		return time.Time{}
 	}
 	if l.lastFail.Sub(l.streakStart) < retry.BackoffBase/2 {
 		return l.streakStart.Add(retry.BackoffBase / 2)
 	}
-	return l.streakStart.Add(budget.Unjittered(retry, 1+l.streakSent+min(l.firstRound-1, limiterFirstRound)))
+	n := 1 + l.streakSent
+	if l.firstRound >= limiterOutage {
+		n += min(l.firstRound-1, limiterFirstRound)
+	}
+	return l.streakStart.Add(budget.Unjittered(retry, n))
 }
 
 // outage reports whether the recent attempts all failed (see limiter), until a success.

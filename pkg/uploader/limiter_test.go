@@ -45,8 +45,8 @@ func TestLimiter_AdaptsToWhatTheDestinationAnswers(t *testing.T) {
 		{"20% failures spread out keep it up",
 			[]step{{31, answerGood, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}, {4, answerGood, rtt}, {1, answerFailed, rtt}}, 32, 32},
 		{"an outage (every attempt fails) falls to 1", []step{{31, answerGood, rtt}, {16, answerFailed, rtt}}, 1, 1},
-		{"a few failures in a row at a high limit are not an outage", []step{{31, answerGood, rtt}, {limiterOutage, answerFailed, rtt}}, 32, 32},
-		{"at a low limit limiterOutage failures in a row are an outage", []step{{3, answerGood, rtt}, {limiterOutage, answerFailed, rtt}}, 1, 1},
+		{"a few failures in a row are not an outage", []step{{31, answerGood, rtt}, {limiterOutage - 1, answerFailed, rtt}}, 32, 32},
+		{"limiterOutage failures in a row are an outage", []step{{31, answerGood, rtt}, {limiterOutage, answerFailed, rtt}}, 1, 1},
 		{"it stays at 1 through a long outage", []step{{31, answerGood, rtt}, {200, answerFailed, rtt}}, 1, 1},
 		{"the first successes after an outage probe back up (slow start)",
 			[]step{{31, answerGood, rtt}, {32, answerFailed, rtt}, {7, answerGood, rtt}}, 8, 8},
@@ -89,47 +89,45 @@ func TestLimiter_DoesNotGrowWhileTheClientHasLessToSend(t *testing.T) {
 	}
 }
 
-// While every answer fails, the next attempt is paced as one batch that failed at the
-// streak's first failure and at every attempt begun since. Of the first round trip's failures
-// (on their way before the first could be known), the first probe ignores all but the first,
-// so a blip costs half a backoff base; once that probe has failed too, up to
-// limiterFirstRound more count as attempts of that batch, so an outage that began with many
-// batches in flight sends no more requests than one batch in flight.
+// The probe of an outage is paced as one batch that failed at the outage's first failure and
+// at every retry since. Of the outage's first round trip (requests on their way before its
+// first failure could be known), the first probe ignores all but the first, so a blip costs
+// half a backoff base; once that probe has failed too, limiterFirstRound more count as
+// retries of that batch, so that an outage that began with many batches in flight costs about
+// what one batch in flight costs.
 func TestLimiter_OutageProbeIsPacedAsOneBatch(t *testing.T) {
 	retry := budget.DefaultConfig()
-	for _, tc := range []struct {
-		firstRound int
-		second     time.Duration // the probe after the first probe failed
-	}{
-		{1, budget.Unjittered(retry, 2)},
-		{2, budget.Unjittered(retry, 3)},
-		{16, budget.Unjittered(retry, 2+limiterFirstRound)},
-	} {
-		l := newLimiter(32)
-		l.limit = 32
-		t0 := time.Unix(0, 0)
-		l.observe(answerFailed, time.Millisecond, 32, t0)
-		for i := range tc.firstRound - 1 { // on their way before t0, answered just after
-			l.observe(answerFailed, 30*time.Millisecond, 32, t0.Add(time.Duration(5+i)*time.Millisecond))
-		}
-		if got, want := l.probeAt(retry), t0.Add(retry.BackoffBase/2); !got.Equal(want) {
-			t.Errorf("first round of %d: probe at %v, want %v (the soonest one batch's first retry)", tc.firstRound, got.Sub(t0), want.Sub(t0))
-		}
-		l.observe(answerFailed, time.Millisecond, 1, t0.Add(300*time.Millisecond))
-		if got, want := l.probeAt(retry), t0.Add(tc.second); !got.Equal(want) {
-			t.Errorf("first round of %d: probe at %v after the first probe failed, want %v", tc.firstRound, got.Sub(t0), want.Sub(t0))
-		}
-		l.observe(answerGood, time.Millisecond, 1, t0.Add(10*time.Second))
-		if l.outage() || l.failing() || !l.probeAt(retry).IsZero() {
-			t.Errorf("first round of %d: a success did not end the streak and its pace", tc.firstRound)
-		}
+	l := newLimiter(32)
+	l.limit = 32
+	t0 := time.Unix(0, 0)
+	l.observe(answerFailed, time.Millisecond, 32, t0)
+	for i := range 15 { // on their way before t0, answered just after
+		l.observe(answerFailed, 30*time.Millisecond, 32, t0.Add(time.Duration(5+i)*time.Millisecond))
+	}
+	if !l.outage() {
+		t.Fatal("16 failures in a row at limit 32 are not an outage")
+	}
+	if got, want := l.probeAt(retry), t0.Add(retry.BackoffBase/2); !got.Equal(want) {
+		t.Errorf("probe at %v after one round trip of failures, want %v (the soonest one batch's first retry)", got.Sub(t0), want.Sub(t0))
+	}
+	l.observe(answerFailed, time.Millisecond, 1, t0.Add(300*time.Millisecond))
+	if got, want := l.probeAt(retry), t0.Add(budget.Unjittered(retry, 2+limiterFirstRound)); !got.Equal(want) {
+		t.Errorf("probe at %v after the first probe failed, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	l.observe(answerFailed, time.Millisecond, 1, t0.Add(8*time.Second))
+	if got, want := l.probeAt(retry), t0.Add(budget.Unjittered(retry, 3+limiterFirstRound)); !got.Equal(want) {
+		t.Errorf("probe at %v after the second probe failed, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	l.observe(answerGood, time.Millisecond, 1, t0.Add(16*time.Second))
+	if l.outage() || l.failing() || !l.probeAt(retry).IsZero() {
+		t.Error("a success did not end the outage and its pace")
 	}
 }
 
 // When the destination goes down with many batches in flight, answers to requests it took
-// just before come in among the first failures: only a success sent after the streak's
-// failures were ends it.
-func TestLimiter_OnlyASuccessSentAfterTheFailuresEndsTheStreak(t *testing.T) {
+// just before come in among the first failures: a success sent before the streak's failures
+// does not end it, one sent after the first of them does.
+func TestLimiter_ASuccessSentBeforeTheFailuresDoesNotEndTheStreak(t *testing.T) {
 	l := newLimiter(32)
 	l.limit = 8
 	t0 := time.Unix(0, 0)
