@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 )
@@ -62,7 +63,7 @@ func TestRun_SecondAgentOnSameDataDir_Exits1AtOnce(t *testing.T) {
 	dir := t.TempDir()
 	startAgent(t, dir, s.URL()+"/v1/batch", nil)
 
-	env := agentEnv(dir, freeAddr(t), s.URL()+"/v1/batch", nil)
+	env := agentEnv(dir, testutil.FreeAddr(t), s.URL()+"/v1/batch", nil)
 	p := start(t, t.TempDir(), env, "run")
 	code, took := p.wait(t, 10*time.Second)
 	if code != 1 {
@@ -168,7 +169,7 @@ func TestClientCommands_SendStatusFlushDead_AgainstRunningAgent(t *testing.T) {
 	}
 
 	// A stopped agent: the client commands say how to fix it and exit 1.
-	code, _, stderr = runCLI(t, cwd, cli, "", "status", "--agent", "http://"+freeAddr(t))
+	code, _, stderr = runCLI(t, cwd, cli, "", "status", "--agent", "http://"+testutil.FreeAddr(t))
 	if code != 1 || !strings.Contains(stderr, "outbox run") {
 		t.Errorf("status against nothing: exit %d, stderr %q", code, stderr)
 	}

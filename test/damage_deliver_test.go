@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 	"github.com/outboxhq/outbox/pkg/store"
@@ -33,7 +34,7 @@ func TestDamage_RunRefuses_RecoverSaves_AgentThenDeliversWhatWasSaved(t *testing
 		t.Fatal(err)
 	}
 	s := sinktest.Start(t, sink.Options{})
-	p := start(t, t.TempDir(), agentEnv(dir, freeAddr(t), s.URL()+"/v1/batch", nil), "run")
+	p := start(t, t.TempDir(), agentEnv(dir, testutil.FreeAddr(t), s.URL()+"/v1/batch", nil), "run")
 	if code, _ := p.wait(t, 10*time.Second); code != exitDamaged || !strings.Contains(p.stderr.String(), "outbox recover") {
 		t.Fatalf("run on the damaged file: exit %d, want %d naming outbox recover:\n%s", code, exitDamaged, p.stderr.String())
 	}

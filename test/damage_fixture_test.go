@@ -9,11 +9,12 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/segmentio/ksuid"
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/store"
-	"github.com/segmentio/ksuid"
-	bolt "go.etcd.io/bbolt"
 )
 
 // damageFixture is a real queue file and a map of its pages, to say which

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
@@ -213,7 +214,7 @@ func (fx *damageFixture) check(t *testing.T, c damageCase) {
 	if refused {
 		// The bound only tells a refusal from a hang (an agent that served the file would
 		// run on); how fast open refuses is the bench's to measure.
-		p := start(t, t.TempDir(), agentEnv(dir, freeAddr(t), "http://127.0.0.1:9/v1/batch", quickExit), "run")
+		p := start(t, t.TempDir(), agentEnv(dir, testutil.FreeAddr(t), "http://127.0.0.1:9/v1/batch", quickExit), "run")
 		got, _ := p.wait(t, 10*time.Second)
 		noPanic(t, []string{"run"}, got, p.stderr.String())
 		refusedRight("run", got, p.stderr.String())

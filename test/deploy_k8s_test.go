@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 )
 
 // The Kubernetes manifests of docs/deploy/kubernetes, as far as the tests read them.
@@ -295,7 +297,7 @@ func TestK8sDaemonSet_ServiceNamedOutboxEnvDoesNotStopTheAgent_ProbesAndPreStopW
 	}
 	// The test's own data directory, loopback port and collector; everything else as written.
 	s := sinktest.StartScript(t, "ok").URL()
-	listen := freeAddr(t)
+	listen := testutil.FreeAddr(t)
 	env["OUTBOX_DATA_DIR"] = t.TempDir()
 	env["OUTBOX_INGEST_LISTEN"] = listen
 	env["OUTBOX_UPLOAD_ENDPOINT"] = s + "/v1/batch"

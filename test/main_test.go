@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/outboxhq/outbox/internal/testutil"
 )
 
 // outboxBin is the binary built by TestMain.
@@ -41,18 +42,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 // syncBuffer is a bytes.Buffer safe for the writer goroutine of exec and the test, which can
@@ -232,7 +221,7 @@ func agentEnv(dataDir, listen, endpoint string, extra map[string]string) map[str
 // startAgent runs `outbox run` on dataDir against endpoint and waits until /healthz answers.
 func startAgent(t testing.TB, dataDir, endpoint string, extra map[string]string) *agent {
 	t.Helper()
-	listen := freeAddr(t)
+	listen := testutil.FreeAddr(t)
 	p := start(t, t.TempDir(), agentEnv(dataDir, listen, endpoint, extra), "run")
 	a := &agent{proc: p, url: "http://" + listen}
 	waitHealthy(t, p, a.url)

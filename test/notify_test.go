@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 )
 
@@ -68,7 +69,7 @@ func nextNotify(t *testing.T, msgs <-chan string, pings *int, within time.Durati
 func TestRun_UnderSystemd_NotifiesReadyWhenListening_StoppingOnSIGTERM_AndPingsTheWatchdog(t *testing.T) {
 	s := sinktest.StartScript(t, "ok")
 	path, msgs := notifySocket(t)
-	listen := freeAddr(t)
+	listen := testutil.FreeAddr(t)
 	env := agentEnv(t.TempDir(), listen, s.URL()+"/v1/batch", map[string]string{
 		"NOTIFY_SOCKET": path,
 		"WATCHDOG_USEC": "200000", // 200 ms: a ping every 100 ms

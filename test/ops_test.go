@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 	"github.com/outboxhq/outbox/pkg/store"
@@ -21,7 +22,7 @@ func TestRun_CorruptDataFile_Exits3NamingRecover_ThenRecoverFixesIt(t *testing.T
 	if err := os.WriteFile(filepath.Join(dir, store.FileName), garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := agentEnv(dir, freeAddr(t), s.URL()+"/v1/batch", nil)
+	env := agentEnv(dir, testutil.FreeAddr(t), s.URL()+"/v1/batch", nil)
 	p := start(t, t.TempDir(), env, "run")
 	code, _ := p.wait(t, 10*time.Second)
 	if msg := p.stderr.String(); code != exitDamaged || !strings.Contains(msg, "outbox recover") {

@@ -258,7 +258,7 @@ func TestOpsKit_AlertRules_PassPromtool(t *testing.T) {
 
 func TestRun_ServesTheStatusPageAndPprofOnRequest(t *testing.T) {
 	s := sinktest.Start(t, sink.Options{})
-	pprofAddr := freeAddr(t)
+	pprofAddr := testutil.FreeAddr(t)
 	a := startAgent(t, t.TempDir(), s.URL()+"/v1/batch", map[string]string{"OUTBOX_DEBUG_PPROF_LISTEN": pprofAddr})
 	for _, c := range []struct{ url, want string }{
 		{a.url + "/", "<title>outbox agent</title>"},

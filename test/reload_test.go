@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	outbox "github.com/outboxhq/outbox/pkg/agent"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
@@ -87,7 +88,7 @@ type reloadAgent struct {
 func startFileAgent(t *testing.T, endpoint string, settings map[string]string) (*reloadAgent, map[string]string) {
 	t.Helper()
 	work := t.TempDir()
-	listen := freeAddr(t)
+	listen := testutil.FreeAddr(t)
 	base := with(map[string]string{
 		"data_dir":                     filepath.Join(work, "data"),
 		"ingest.listen":                listen,

@@ -20,7 +20,7 @@ import (
 // answers over HTTPS, trusting roots and presenting client (nil: none).
 func startTLSAgent(t *testing.T, dataDir, endpoint string, extra map[string]string, roots *x509.CertPool, client *tls.Certificate) *agent {
 	t.Helper()
-	listen := freeAddr(t)
+	listen := testutil.FreeAddr(t)
 	p := start(t, t.TempDir(), agentEnv(dataDir, listen, endpoint, extra), "run")
 	a := &agent{proc: p, url: "https://" + listen}
 	waitTLS(t, p, a.url, roots, client)
@@ -100,7 +100,7 @@ func TestRun_MTLS_ClientCommandsNeedCertAndKey(t *testing.T) {
 	dir := t.TempDir()
 	// mTLS is the auth that lets the agent listen on every interface.
 	env := map[string]string{"OUTBOX_INGEST_TLS_CERT_FILE": certFile, "OUTBOX_INGEST_TLS_KEY_FILE": keyFile, "OUTBOX_INGEST_TLS_CLIENT_CA_FILE": caFile}
-	listen := freeAddr(t)
+	listen := testutil.FreeAddr(t)
 	port := listen[strings.LastIndex(listen, ":"):]
 	envAll := agentEnv(dir, "0.0.0.0"+port, s.URL()+"/v1/batch", env)
 	p := start(t, t.TempDir(), envAll, "run")

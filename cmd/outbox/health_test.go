@@ -2,12 +2,13 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/outboxhq/outbox/internal/testutil"
 )
 
 // fakeAgent answers /healthz and /readyz like an agent; it records the paths asked.
@@ -40,12 +41,7 @@ func fakeAgent(t *testing.T, healthz, readyz int, readyBody string) (url string,
 }
 
 func TestHealth_ExitsZeroOnlyWhenTheAgentAnswers200(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	_ = ln.Close()
+	refused := "http://" + testutil.FreeAddr(t)
 	cases := []struct {
 		name     string
 		healthz  int

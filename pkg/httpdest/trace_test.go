@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/httpdest"
 )
@@ -122,15 +123,7 @@ func newClient() *http.Client {
 }
 
 func TestNetworkErrorClass_RealSockets(t *testing.T) {
-	closedPort := func(t *testing.T) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		_ = ln.Close()
-		return "http://" + addr + "/v1/batch"
-	}
+	closedPort := func(t *testing.T) string { return "http://" + testutil.FreeAddr(t) + "/v1/batch" }
 	resetAfterRequest := func(t *testing.T) string {
 		return "http://" + rawServer(t, func(c *net.TCPConn, _ <-chan struct{}) {
 			if readRequest(c) == nil {

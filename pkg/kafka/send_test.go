@@ -4,17 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/delivery"
-	"github.com/outboxhq/outbox/pkg/kafka"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/delivery"
+	"github.com/outboxhq/outbox/pkg/kafka"
 )
 
 func TestSend_EveryRecordConsumedBack_ValueByteIdentical_WithTheChosenKey(t *testing.T) {
@@ -211,12 +212,7 @@ func TestSend_WrongSASLPassword_IsAuthRefusedWithAConfigError_NothingToDeadLette
 }
 
 func TestSend_NoBrokerListening_IsRetryableNeverSent(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // nothing listens there now
+	addr := testutil.FreeAddr(t) // nothing listens there
 	d, err := kafka.New(kafka.Config{Brokers: []string{addr}, Topic: topic})
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 
@@ -171,16 +171,7 @@ func retryCounts(reqs []sink.Request) []string {
 }
 
 // closedPort returns a loopback URL on which nothing listens.
-func closedPort(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return "http://" + addr + "/v1/batch"
-}
+func closedPort(t testing.TB) string { return "http://" + testutil.FreeAddr(t) + "/v1/batch" }
 
 // startScript starts a sink playing spec.
 func startScript(t testing.TB, spec string) *sink.Server { return sinktest.StartScript(t, spec) }

@@ -41,7 +41,7 @@ import (
 // on would be (probeAt): its next attempt is no earlier than that batch's next one without
 // jitter, counting as its attempts every failed attempt begun since the streak's first
 // failure answered. When that first round trip (the requests already on their way) failed
-// limiterOutage times or more, up to limiterFirstRound of its other failures count too: that
+// limiterOutage times or more, limiterFirstRound of its other failures count too: that
 // round trip is what many batches in flight cost an outage beyond one batch, and counting a
 // few of its requests gives them back over the outage's first seconds, while counting every
 // one would push the probe, and the destination's return, minutes out. So an outage costs
@@ -84,7 +84,7 @@ const (
 	limiterBaseDrift     = 64                    // the baseline moves 1/64 of the way up per answer
 	limiterSmoothing     = 4                     // the smoothed round trip moves 1/4 of the way per answer
 	limiterRetryAfterGap = time.Second           // Retry-After answers shrink the limit at most once per gap
-	limiterFirstRound    = 2                     // of a large first round trip, the failures beyond its first that pace the probe
+	limiterFirstRound    = 2                     // of a large first round trip, the failures beyond its first that pace the probe (< limiterOutage)
 )
 
 // answer is what the limiter learns from one attempt.
@@ -151,15 +151,16 @@ func (l *limiter) observe(a answer, rtt time.Duration, inflight int, now time.Ti
 		}
 		return
 	case answerFailed, answerBackPressure:
+		sent := now.Add(-rtt)
 		if l.streak == 0 {
-			l.streakStart, l.firstRound, l.streakSent, l.failSent = now, 0, 0, time.Time{}
+			l.streakStart, l.firstRound, l.streakSent, l.failSent = now, 0, 0, sent
 		}
-		if now.Add(-rtt).After(l.streakStart) {
+		if sent.After(l.streakStart) {
 			l.streakSent++
 		} else {
 			l.firstRound++
 		}
-		if sent := now.Add(-rtt); l.streak == 0 || sent.Before(l.failSent) {
+		if sent.Before(l.failSent) {
 			l.failSent = sent
 		}
 		l.streak++
@@ -212,7 +213,7 @@ func (l *limiter) track(rtt time.Duration) {
 // probeAt returns when the probe of an outage may start its next attempt (zero when there is
 // no outage): as long after the streak's first failure as one batch that failed there, at
 // every attempt begun since and, after a first round trip of limiterOutage failures or more,
-// at up to limiterFirstRound of them would wait, without jitter (budget.Unjittered). While the
+// at limiterFirstRound of them would wait, without jitter (budget.Unjittered). While the
 // streak spans less than half a backoff base (it may be a blip) only that much: the soonest
 // one batch's first retry may go.
 func (l *limiter) probeAt(retry budget.Config) time.Time {
@@ -224,7 +225,7 @@ func (l *limiter) probeAt(retry budget.Config) time.Time {
 	}
 	n := 1 + l.streakSent
 	if l.firstRound >= limiterOutage {
-		n += min(l.firstRound-1, limiterFirstRound)
+		n += limiterFirstRound
 	}
 	return l.streakStart.Add(budget.Unjittered(retry, n))
 }

@@ -44,7 +44,7 @@ func resultCode(o Outcome) string {
 func describe(o Outcome) string {
 	switch {
 	case o.Status != 0:
-		return (&StatusError{Status: o.Status, Body: o.Detail}).Error()
+		return asError(o).Error()
 	case o.NetError != "":
 		return fmt.Sprintf("%s network error: %v", o.NetError, o.Err)
 	case o.Err != nil:
