@@ -8,11 +8,10 @@ import (
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
-// UploaderConfig is the embeddable client's configuration (uploader.Open, Client.Reconfigure,
-// uploader.OpenOffline).
+// UploaderConfig is the embeddable client's configuration.
 func (c *Config) UploaderConfig() uploader.Config { return c.Config }
 
-// AgentConfig is the agent's configuration, logging to log; its limits are the uploader's keys.
+// AgentConfig is the agent's configuration; its limits are the uploader's keys.
 func (c *Config) AgentConfig(log *slog.Logger) agent.Config {
 	a := c.Agent
 	a.MaxRequestBytes = int64(c.Limits.MaxRequestBytes)
