@@ -16,8 +16,10 @@ func show(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
 	fs := pflag.NewFlagSet("outbox config", pflag.ContinueOnError)
 	file := fs.String("config", "", "")
-	for _, name := range []string{"data-dir", "listen", "endpoint", "log-level", "pprof"} {
-		fs.String(name, "", "")
+	for i := range keys {
+		if keys[i].flag != "" {
+			fs.String(keys[i].flag, "", "")
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
