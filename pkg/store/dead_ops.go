@@ -2,20 +2,20 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
-	"github.com/segmentio/ksuid"
 )
 
 // The writer's dead-letter operations: moving a batch to dead letters, replaying and purging.
 
-func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState) error {
+func (s *Store) applyDead(b *buckets, source string, keys [][]byte, info []byte, w *writerState) error {
 	events := make([][]byte, 0, len(keys))
-	err := deleteEvents(b, keys, w, func(p []byte) { events = append(events, append([]byte(nil), p...)) })
+	err := s.deleteEvents(b, source, keys, w, func(p []byte) { events = append(events, append([]byte(nil), p...)) })
 	if err != nil {
 		return err
 	}
@@ -23,7 +23,7 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 		return nil
 	}
 	slices.Reverse(events) // deleted last key first
-	if err := clearRetry(b, keys[0], keys[len(keys)-1]); err != nil {
+	if err := clearRetry(b, source, keys[0], keys[len(keys)-1]); err != nil {
 		return err
 	}
 	id := w.nextKey(s.opt.Now())
@@ -67,7 +67,7 @@ func deadHeaderOf(v []byte) format.DeadHeader {
 }
 
 // deadKeys resolves ids (all when empty) to existing dead keys, oldest first.
-func deadKeys(b buckets, ids [][]byte) ([][]byte, error) {
+func deadKeys(b *buckets, ids [][]byte) ([][]byte, error) {
 	if len(ids) == 0 {
 		var out [][]byte
 		c := b.dead.Cursor()
@@ -87,7 +87,7 @@ func deadKeys(b buckets, ids [][]byte) ([][]byte, error) {
 	return out, nil
 }
 
-func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
+func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
 	keys, err := deadKeys(b, r.keys)
 	if err != nil {
 		return err
@@ -96,9 +96,11 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 		key    []byte
 		h      format.DeadHeader
 		events [][]byte
+		source string
 	}
 	items := make([]item, 0, len(keys))
 	var need int64
+	perSource := map[string]int64{}
 	for _, k := range keys {
 		p, err := format.DecodeRecord(b.dead.Get(k))
 		if err != nil {
@@ -112,25 +114,42 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 		if err != nil {
 			return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 		}
-		items = append(items, item{k, h, evs})
+		var info DeadInfo
+		_ = json.Unmarshal(h.Info, &info) // an unreadable info replays into the default source
+		items = append(items, item{k, h, evs, sourceName(info.Source)})
 		need += h.Bytes
+		perSource[sourceName(info.Source)] += h.Bytes
 	}
-	if err := s.admit(b, need, true, w); err != nil {
+	// Every check before anything is written: a refusal fails only this request.
+	for src, n := range perSource {
+		if err := s.admitSource(src, n, 0, true, w); err != nil {
+			return err
+		}
+	}
+	if err := s.admitQueue(b, need, true, w); err != nil {
 		return err
 	}
 	now := s.opt.Now()
 	run := intakeRun{at: now}
 	for _, it := range items {
+		bk, err := b.eventsOf(it.source)
+		if err != nil {
+			return err
+		}
+		src := s.source(w, it.source, false)
 		for _, e := range it.events {
 			k := w.nextKey(now)
 			if run.first.IsNil() {
 				run.first = k
 			}
-			if err := b.events.Put(k[:], format.EncodeRecord(e)); err != nil {
+			if err := bk.Put(k[:], format.EncodeRecord(e)); err != nil {
 				return err
 			}
 			w.Events++
 			w.Bytes += int64(len(e))
+			src.events++
+			src.bytes += int64(len(e))
+			src.tail = k
 			r.n++
 		}
 		if err := b.dead.Delete(it.key); err != nil {
@@ -147,7 +166,7 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 	return nil
 }
 
-func (s *Store) applyPurge(b buckets, r *request, w *writerState) error {
+func (s *Store) applyPurge(b *buckets, r *request, w *writerState) error {
 	keys, err := deadKeys(b, r.keys)
 	if err != nil {
 		return err
@@ -195,11 +214,3 @@ func sortKeys(keys [][]byte) {
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
 }
 
-func (b buckets) head() ksuid.KSUID {
-	k, _ := b.events.Cursor().First()
-	if k == nil {
-		return ksuid.Nil
-	}
-	id, _ := ksuid.FromBytes(k)
-	return id
-}
