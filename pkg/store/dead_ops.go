@@ -213,4 +213,3 @@ func (s *Store) reportDrops() {
 func sortKeys(keys [][]byte) {
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
 }
-

@@ -31,23 +31,23 @@ const (
 // errs.ErrTooLarge, errs.ErrNotFound) are detected before the op writes anything, so
 // they fail only their own request; any other error aborts the whole group.
 type request struct {
-	ctx   context.Context
-	kind  opKind
+	ctx  context.Context
+	kind opKind
 	// source is the source the request's events belong to (append, delete, dead, retry,
 	// dropCorrupt; "" is DefaultSource).
 	source string
-	block *[]byte       // append: per event its record's length, a 20-byte key slot, its record (built by appendBlock; pooled)
-	need  int64         // append: sum of len(events)
-	keys  [][]byte      // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
-	info  []byte        // dead: info; retry: state
-	count int           // append: events in block; retry: events in the batch
-	delta format.Counts // fixCounts
+	block  *[]byte       // append: per event its record's length, a 20-byte key slot, its record (built by appendBlock; pooled)
+	need   int64         // append: sum of len(events)
+	keys   [][]byte      // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
+	info   []byte        // dead: info; retry: state
+	count  int           // append: events in block; retry: events in the batch
+	delta  format.Counts // fixCounts
 	// srcDelta is fixCounts' correction of each source's counters (Events and Bytes).
 	srcDelta map[string]format.Counts
-	n     int           // result: events (append, replay) or batches (purge) affected
-	err   error
-	done  chan error  // sync requests: receives err
-	cb    func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
+	n        int // result: events (append, replay) or batches (purge) affected
+	err      error
+	done     chan error  // sync requests: receives err
+	cb       func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
 
 	awaited bool // append: its caller waits for cb (AppendAwaited) and will come back once answered
 
