@@ -62,6 +62,9 @@ func (c Config) withDefaults() Config {
 	if c.WhenFull == "" {
 		c.WhenFull = Reject
 	}
+	if c.Quantum <= 0 {
+		c.Quantum = 500000
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -26,7 +26,7 @@ func (q *Queue) DeadLetter(b *Batch, d DeadInfo) error {
 	if b == nil || len(b.Keys()) == 0 {
 		return nil
 	}
-	if err := q.s.MoveDead(context.Background(), b.Keys(), d); err != nil {
+	if err := q.s.MoveDeadIn(context.Background(), b.Source, b.Keys(), d); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
 	return nil

@@ -32,6 +32,7 @@ type Queue struct {
 	cfg    Config
 	policy store.Policy // the store asks it inside its transactions; Fits asks it up front
 	log    *slog.Logger
+	turns  *drr // whose turn it is to lease (sources.go)
 }
 
 // Open opens (creating) the queue in dir. It fails with errs.ErrLocked
@@ -50,7 +51,7 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
-	return &Queue{s: s, cfg: cfg, policy: policy, log: cfg.Logger}, nil
+	return &Queue{s: s, cfg: cfg, policy: policy, log: cfg.Logger, turns: newDRR(cfg.Quantum)}, nil
 }
 
 // Enqueue appends events (already normalised) at the tail. When it returns
@@ -63,11 +64,15 @@ func Open(dir string, cfg Config) (*Queue, error) {
 // waiting or evicting anything. When ctx ends first it returns ctx.Err(), and
 // the events may or may not have been stored.
 func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
+	return q.enqueue(ctx, DefaultSource, events)
+}
+
+func (q *Queue) enqueue(ctx context.Context, source string, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
 	answer := make(chan error, 1) // holds the answer when the caller has gone (ctx ended)
-	if err := q.EnqueueAwaited(ctx, func(err error) { answer <- err }, events...); err != nil {
+	if err := q.EnqueueAwaitedIn(ctx, source, func(err error) { answer <- err }, events...); err != nil {
 		return err
 	}
 	var err error
@@ -87,13 +92,25 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 	return fmt.Errorf("enqueue: %w", err)
 }
 
-// Lease returns the oldest events as one batch: at most maxEvents, at most
+// Lease returns the oldest events of one source as one batch: at most maxEvents, at most
 // maxBytes (but always at least one event), or nil, nil when the queue is
 // empty. It does not block and does not remove anything: the batch stays at
 // the head until Ack or DeadLetter. After a restart a batch whose retry state was
-// saved comes back whole, with that state in Batch.Retry.
+// saved comes back whole, with that state in Batch.Retry. With several sources holding
+// events, the source is the one whose turn it is (deficit round robin by bytes, drr.go); the
+// batch names it (Batch.Source).
 func (q *Queue) Lease(maxEvents, maxBytes int) (*Batch, error) {
-	return q.s.Head(context.Background(), maxEvents, maxBytes)
+	src := q.turns.next(q.pending(store.Chain{}))
+	if src == "" {
+		return nil, nil
+	}
+	b, err := q.s.HeadIn(context.Background(), src, maxEvents, maxBytes)
+	if err != nil || b == nil {
+		return b, err
+	}
+	q.turns.charge(src, int64(b.Bytes))
+	b.Chain = store.Chain{}.With(src, b.Keys()[len(b.Keys())-1])
+	return b, nil
 }
 
 // Ack deletes the batch's events (and its retry state) in one transaction.
@@ -101,7 +118,7 @@ func (q *Queue) Ack(b *Batch) error {
 	if b == nil || len(b.Keys()) == 0 {
 		return nil
 	}
-	if err := q.s.Delete(context.Background(), b.Keys()); err != nil {
+	if err := q.s.DeleteIn(context.Background(), b.Source, b.Keys()); err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
 	return nil
@@ -114,7 +131,7 @@ func (q *Queue) SaveRetry(b *Batch, st budget.State) error {
 	if b == nil || len(b.Keys()) == 0 {
 		return nil
 	}
-	if err := q.s.SaveRetry(context.Background(), b.Keys()[0], len(b.Keys()), st); err != nil {
+	if err := q.s.SaveRetryIn(context.Background(), b.Source, b.Keys()[0], len(b.Keys()), st); err != nil {
 		return fmt.Errorf("save retry state: %w", err)
 	}
 	b.Retry = st
@@ -156,30 +173,38 @@ func (q *Queue) Stats() Stats { return q.s.Stats() }
 // AckAll deletes the events of several batches in one transaction (one fsync), as Ack does
 // for one: a consumer that delivers batch after batch acknowledges the ones whose acks would
 // otherwise wait for each other's commits together. The batches are given in queue order;
-// the retry states saved for any of them are cleared with them.
+// the retry states saved for any of them are cleared with them. Batches of several sources
+// are acknowledged together too.
 func (q *Queue) AckAll(batches ...*Batch) error {
-	var keys [][]byte
+	var sources []string
+	keys := map[string][][]byte{}
 	for _, b := range batches {
-		if b != nil {
-			keys = append(keys, b.Keys()...)
+		if b != nil && len(b.Keys()) > 0 {
+			if _, ok := keys[b.Source]; !ok {
+				sources = append(sources, b.Source)
+			}
+			keys[b.Source] = append(keys[b.Source], b.Keys()...)
 		}
 	}
-	if len(keys) == 0 {
+	if len(sources) == 0 {
 		return nil
 	}
-	if err := q.s.Delete(context.Background(), keys); err != nil {
+	if err := q.s.DeleteAll(context.Background(), sources, keys); err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
 	return nil
 }
 
 // LeaseAfter returns the batch that follows prev, which must be a batch returned by Lease or
-// LeaseAfter (or a half of one) that is still queued: the events after prev's last event, cut
-// by maxEvents and maxBytes as Lease cuts them. It is what Lease will return once prev has
-// left the queue, so that the consumer can read (and encode) the next batch while prev is
-// being delivered — including a saved retry state, should it belong to that batch. It does
-// not block and removes nothing. more reports that at least one event follows the returned
-// batch (so the queue held more than that batch when it was read).
+// LeaseAfter (or a half of one) that is still queued: the batch Lease will return once prev
+// and the batches leased before it have left the queue, so that the consumer can read (and
+// encode) the next batch while those are being delivered — including a saved retry state,
+// should it belong to that batch. It does not block and removes nothing. more reports that at
+// least one event follows the returned batch (in any source).
+//
+// With several sources the batch is from the source whose turn it is (drr.go), read after
+// what prev's chain of leases has read of that source (Batch.Chain): a source with a backlog
+// takes its turn, not every turn.
 //
 // b is nil when nothing follows prev. It is nil with more true when the event after prev
 // fails its checksum: Lease, once prev has left the queue, removes that event and goes on.
@@ -188,6 +213,19 @@ func (q *Queue) LeaseAfter(prev *Batch, maxEvents, maxBytes int) (b *Batch, more
 	if prev == nil || len(prev.Keys()) == 0 {
 		return nil, false, ErrNoBatch
 	}
-	keys := prev.Keys()
-	return q.s.ReadAfter(keys[len(keys)-1], maxEvents, maxBytes)
+	chain := prev.Chain.With(prev.Source, prev.Keys()[len(prev.Keys())-1])
+	src := q.turns.next(q.pending(chain))
+	if src == "" {
+		return nil, false, nil
+	}
+	b, more, err = q.s.ReadAfterIn(src, chain.After(src), maxEvents, maxBytes)
+	if err != nil || b == nil {
+		return b, more, err
+	}
+	q.turns.charge(src, int64(b.Bytes))
+	b.Chain = chain.With(src, b.Keys()[len(b.Keys())-1])
+	if !more {
+		more = len(q.pending(b.Chain)) > 0
+	}
+	return b, more, nil
 }

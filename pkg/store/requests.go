@@ -230,3 +230,16 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 		return ctx.Err()
 	}
 }
+
+// DeleteAll is DeleteIn for the keys of several sources (keys[source], each ascending), in one
+// transaction.
+func (s *Store) DeleteAll(ctx context.Context, sources []string, keys map[string][][]byte) error {
+	if len(sources) == 1 {
+		return s.DeleteIn(ctx, sources[0], keys[sources[0]])
+	}
+	r := &request{kind: opDeleteAll, multi: make([]sourceKeys, 0, len(sources))}
+	for _, src := range sources {
+		r.multi = append(r.multi, sourceKeys{sourceName(src), keys[src]})
+	}
+	return s.submit(ctx, r)
+}
