@@ -48,3 +48,12 @@ func (q *Queue) EnqueueAsyncIn(ctx context.Context, source string, done func(err
 func (q *Queue) EnqueueAwaitedIn(ctx context.Context, source string, done func(error), events ...[]byte) error {
 	return q.enqueueAsync(ctx, source, true, done, events)
 }
+
+// SaveSourceRecord stores rec under name in the store's source registry, durable on return
+// (store.Store.SaveSourceRecord).
+func (q *Queue) SaveSourceRecord(ctx context.Context, name string, rec []byte) error {
+	return q.s.SaveSourceRecord(ctx, name, rec)
+}
+
+// SourceRecords returns the store's source registry by name.
+func (q *Queue) SourceRecords() (map[string][]byte, error) { return q.s.SourceRecords() }

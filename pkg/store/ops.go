@@ -31,6 +31,8 @@ func (s *Store) apply(b *buckets, r *request, w *writerState) error {
 			}
 		}
 		return nil
+	case opPutMeta:
+		return b.meta.Put(r.keys[0], format.EncodeRecord(r.info))
 	case opDead:
 		return s.applyDead(b, r.source, r.keys, r.info, w)
 	case opRetry:

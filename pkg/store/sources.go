@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -289,4 +290,32 @@ func loadSources(tx *bolt.Tx, total format.Counts) (sources, error) {
 	})
 	ss[DefaultSource] = def
 	return ss, err
+}
+
+// metaRegistryPrefix starts the meta keys of the source registry (SaveSourceRecord).
+const metaRegistryPrefix = "s/"
+
+// SaveSourceRecord stores rec (opaque to the store) under name in the source registry, in
+// meta, durable (fsynced unless NoSync) when it returns nil: what a source that is not in the
+// configuration (a relay source) needs to be uploaded after a restart.
+func (s *Store) SaveSourceRecord(ctx context.Context, name string, rec []byte) error {
+	return s.submit(ctx, &request{kind: opPutMeta, keys: [][]byte{[]byte(metaRegistryPrefix + name)}, info: rec})
+}
+
+// SourceRecords returns every record of the source registry by name.
+func (s *Store) SourceRecords() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(format.BucketMeta).Cursor()
+		prefix := []byte(metaRegistryPrefix)
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			p, err := format.DecodeRecord(v)
+			if err != nil {
+				return fmt.Errorf("source registry %q: %w", k[len(prefix):], err)
+			}
+			out[string(k[len(prefix):])] = append([]byte(nil), p...)
+		}
+		return nil
+	})
+	return out, err
 }

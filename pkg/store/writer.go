@@ -26,6 +26,7 @@ const (
 	opFixCounts
 	opCompact
 	opDeleteAll
+	opPutMeta
 )
 
 // sourceKeys are keys of one source's events (opDeleteAll).

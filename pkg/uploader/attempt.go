@@ -42,7 +42,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	retryCount := bud.Attempts()
 	ctx, cancel := context.WithTimeout(w.runCtx, w.settings().timeout)
 	start := time.Now()
-	o := w.dest.Send(ctx, Batch{Events: b.Events, Retry: retryCount, Prepared: pre})
+	o := w.dest.Send(ctx, Batch{Events: b.Events, Source: b.Source, Retry: retryCount, Prepared: pre})
 	took := time.Since(start)
 	cancel()
 	if w.runCtx.Err() != nil {
@@ -79,7 +79,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	w.board.count(func(c *Counters) { c.Requests++ })
 
 	t := &tried{b: b, bud: bud, o: o, first: first, leased: leased,
-		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Error: string(o.NetError)}}
+		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Error: string(o.NetError), Source: b.Source}}
 	var n next
 	if ackErr != nil {
 		// The batch before b is still queued: b's outcome is not routed (no retry state, no

@@ -64,6 +64,9 @@ type Config struct {
 	Retry   budget.Config `mapstructure:"retry"` // all zero → budget.DefaultConfig()
 	Queue   QueueConfig   `mapstructure:"queue"`
 	Dead    DeadConfig    `mapstructure:"dead"`
+	// Sources are the sources besides the default one, and relay mode (sources.go). Zero →
+	// one source, the default one, as upload.* describes it.
+	Sources SourcesConfig `mapstructure:"sources"`
 }
 
 // LimitsConfig is the limits.* section.
@@ -226,6 +229,7 @@ func (c Config) Validate() error {
 	if c.Upload.MaxConcurrency < 0 || c.Upload.MaxConcurrency > 1024 {
 		bad("upload.max_concurrency", c.Upload.MaxConcurrency, "must be between 1 and 1024")
 	}
+	problems = append(problems, c.Sources.validate()...)
 	if c.Upload.CAFile != "" {
 		if _, err := httpdest.LoadCAFile(c.Upload.CAFile); err != nil {
 			problems = append(problems, &errs.KeyError{Key: "upload.ca_file", Err: err})

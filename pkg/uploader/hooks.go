@@ -17,6 +17,7 @@ type BatchInfo struct {
 	Attempts int    // attempts made, the last one included
 	Status   int    // last HTTP status, 0 when the last attempt got none
 	Error    string // last network error class ("never_sent", "maybe_sent"), if any
+	Source   string // the source the batch's events belong to
 }
 
 // AttemptInfo describes one upload attempt.

@@ -19,6 +19,8 @@ type Stats struct {
 	// AuthPause says whether delivery is paused because the destination refuses our
 	// credentials, since when, and the key to fix.
 	AuthPause AuthPauseStats
+	// Sources are each source's queued events and last delivery, by name (sources.go).
+	Sources []SourceStats
 }
 
 // QueueStats describes the events waiting.
@@ -164,6 +166,7 @@ func (c *Client) Stats() Stats {
 	}
 	fillQueueStats(&s, qs, c.w.clock.Now())
 	s.Queue.PendingEvents, s.Queue.PendingBytes = c.pending()
+	s.Sources = c.sourceStats(c.w.clock.Now())
 	return s
 }
 
