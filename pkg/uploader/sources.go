@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,9 +56,10 @@ type SourceConfig struct {
 
 // SourcesConfig is the sources.* section. Its zero value is one source, DefaultSource.
 type SourcesConfig struct {
-	// Named are the configured sources by name. A source named "default" sets the default
-	// source's settings over the upload.* keys.
-	Named map[string]SourceConfig
+	// Named are the configured sources by name (a nil entry is a source with every setting
+	// at its zero value). A source named "default" sets the default source's settings over
+	// the upload.* keys.
+	Named map[string]*SourceConfig
 	// Relay (sources.relay) makes an ingest write key that no source lists a source of its
 	// own on first use, uploaded with that key.
 	Relay bool
@@ -71,11 +73,18 @@ type SourcesConfig struct {
 
 var sourceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
-// ValidSourceName reports whether name can name a source: 1 to 63 lower-case letters, digits,
-// '-' and '_', starting with a letter or a digit.
+// ValidSourceName reports whether name can name a configured source: 1 to 63 lower-case
+// letters, digits, '-' and '_', starting with a letter or a digit; not relay, relay_endpoint
+// or max (keys of the sources section), nor starting with "relay-" (relay sources' names).
 func ValidSourceName(name string) error {
 	if !sourceNameRE.MatchString(name) {
 		return fmt.Errorf("source name %q: use 1 to 63 lower-case letters, digits, - and _, starting with a letter or digit", name)
+	}
+	switch {
+	case name == "relay" || name == "relay_endpoint" || name == "max":
+		return fmt.Errorf("source name %q is a key of the sources section; choose another name", name)
+	case strings.HasPrefix(name, "relay-"):
+		return fmt.Errorf("source name %q: names starting with relay- are those of relay sources; choose another name", name)
 	}
 	return nil
 }
@@ -99,7 +108,7 @@ func (c SourcesConfig) validate() []error {
 	}
 	owner := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(c.Named)) {
-		s := c.Named[name]
+		s := c.source(name)
 		if err := ValidSourceName(name); err != nil {
 			problems = append(problems, errs.KeyErrorf("sources."+name, "%v", err))
 			continue
@@ -128,11 +137,19 @@ func (c SourcesConfig) validate() []error {
 	return problems
 }
 
+// source is the configuration of the named source name (zero for a nil entry).
+func (c SourcesConfig) source(name string) SourceConfig {
+	if s := c.Named[name]; s != nil {
+		return *s
+	}
+	return SourceConfig{}
+}
+
 // sourceMaxBytes is each named source's share, for the queue.
 func (c SourcesConfig) sourceMaxBytes() map[string]int64 {
 	out := map[string]int64{}
 	for name, s := range c.Named {
-		if s.MaxBytes > 0 {
+		if s != nil && s.MaxBytes > 0 {
 			out[name] = s.MaxBytes
 		}
 	}
@@ -188,7 +205,8 @@ func (s *sources) load(q *queue.Queue) error {
 
 // route is the HTTP destination's RoutesFunc.
 func (s *sources) route(name string) (httpdest.Route, bool) {
-	if c, ok := s.cfg.Named[name]; ok {
+	if _, ok := s.cfg.Named[name]; ok {
+		c := s.cfg.source(name)
 		return httpdest.Route{Endpoint: c.Endpoint, WriteKey: c.UploadWriteKey, Headers: c.Headers}, true
 	}
 	s.mu.RLock()

@@ -38,7 +38,7 @@ func TestClient_Sources_EachUploadCarriesItsSourceKeyOnly(t *testing.T) {
 	eu := sinktest.Start(t, sink.Options{})
 	cfg := testConfig(t.TempDir(), col.URL()+"/v1/batch")
 	cfg.Batch.MaxEvents = 7
-	cfg.Sources.Named = map[string]uploader.SourceConfig{
+	cfg.Sources.Named = map[string]*uploader.SourceConfig{
 		"app-a": {UploadWriteKey: "wk-a"},
 		"app-b": {UploadWriteKey: "wk-b", Endpoint: eu.URL() + "/v1/batch", Headers: map[string]string{"X-Region": "eu"}},
 	}
@@ -102,7 +102,7 @@ func TestClient_Sources_OneSourceOverItsShareIsRefusedAlone(t *testing.T) {
 	col := sinktest.Start(t, sink.Options{})
 	cfg := testConfig(t.TempDir(), col.URL()+"/v1/batch")
 	cfg.Batch.Interval = 1 << 40 // nothing leaves: the share fills
-	cfg.Sources.Named = map[string]uploader.SourceConfig{"small": {UploadWriteKey: "k", MaxBytes: 300}}
+	cfg.Sources.Named = map[string]*uploader.SourceConfig{"small": {UploadWriteKey: "k", MaxBytes: 300}}
 	c := open(t, cfg)
 	ctx := waitCtx(t)
 	small, err := c.Source("small")
