@@ -37,6 +37,7 @@ type Metrics struct {
 	ingest         *prometheus.CounterVec
 	commitDuration prometheus.Histogram
 	reloads        *prometheus.CounterVec // outbox_config_reloads_total (reload.go)
+	sourcesRefused prometheus.Counter     // outbox_sources_refused_total (sources.go)
 
 	source atomic.Pointer[func() gaugeValues] // gauge source, set by New
 }
@@ -51,6 +52,7 @@ type gaugeValues struct {
 	lastSuccess                 time.Time // zero when no upload has succeeded yet
 	inFlight, limit             float64   // batches in flight, and the limit on them
 	authPaused                  float64   // 1 while delivery is paused on refused credentials
+	sources                     []uploader.SourceStats
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil → a new registry). It fails
@@ -101,6 +103,9 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		}
 	}
 	if err := m.registerReloads(); err != nil {
+		return nil, err
+	}
+	if err := m.registerSources(); err != nil {
 		return nil, err
 	}
 	return m, nil

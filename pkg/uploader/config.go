@@ -150,6 +150,9 @@ func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 // withDefaults fills zero values with their defaults.
 func (c Config) withDefaults() Config {
+	if c.Sources.Max == 0 {
+		c.Sources.Max = DefaultMaxSources
+	}
 	setStr := func(p *string, d string) {
 		if *p == "" {
 			*p = d
