@@ -201,4 +201,3 @@ var keys = []keyDef{
 	{key: "debug.pprof_listen", restart: "the profiling listener is bound at start", kind: kindString, flag: "pprof", field: func(c *Config) any { return &c.Debug.PprofListen },
 		help: "loopback host:port serving net/http/pprof under /debug/pprof/ (outbox run --pprof); empty = off"},
 }
-

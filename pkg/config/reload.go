@@ -2,8 +2,8 @@ package config
 
 import (
 	"fmt"
-	"maps"
 	"log/slog"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
