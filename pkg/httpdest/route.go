@@ -3,6 +3,7 @@ package httpdest
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/outboxhq/outbox/pkg/delivery"
 )
@@ -46,12 +47,14 @@ func (d *Destination) builderFor(base *requestBuilder, source string) (*requestB
 		rb.endpoint = r.Endpoint
 	}
 	rb.auth = basicAuth(r.WriteKey)
-	if len(r.Headers) > 0 {
-		rb.headers = maps.Clone(base.headers)
-		if rb.headers == nil {
-			rb.headers = map[string]string{}
+	// The shared headers, without a credential of the default source's (an Authorization
+	// among upload.headers): a source sends its own key or its own headers, never another's.
+	rb.headers = make(map[string]string, len(base.headers)+len(r.Headers))
+	for k, v := range base.headers {
+		if !strings.EqualFold(k, "Authorization") {
+			rb.headers[k] = v
 		}
-		maps.Copy(rb.headers, r.Headers)
 	}
+	maps.Copy(rb.headers, r.Headers)
 	return &rb, nil
 }

@@ -121,7 +121,17 @@ func (c SourcesConfig) validate() []error {
 				problems = append(problems, errs.KeyErrorf("sources."+name+".endpoint", "sources.%s.endpoint is not an http(s) URL", name))
 			}
 		}
+		for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
+			if !validHeaderName(h) {
+				problems = append(problems, errs.KeyErrorf("sources."+name+".headers", "sources.%s.headers %q is not a valid header name", name, h))
+			} else if why := reservedHeader(h, s.UploadWriteKey != ""); why != "" {
+				problems = append(problems, errs.KeyErrorf("sources."+name+".headers", "sources.%s.headers.%s: %s", name, h, why))
+			}
+		}
 		for _, k := range s.WriteKeys {
+			if strings.TrimSpace(k) == "" {
+				problems = append(problems, errs.KeyErrorf("sources."+name+".write_keys", "sources.%s.write_keys: a write key must not be empty", name))
+			}
 			if other, dup := owner[k]; dup {
 				// The key itself is a secret: name the sources only.
 				problems = append(problems, errs.KeyErrorf("sources."+name+".write_keys", "a write key of sources.%s.write_keys is also one of sources.%s.write_keys: a key selects one source", name, other))
