@@ -247,7 +247,7 @@ func (s *salvaged) scanLeaves(f *pageFile, afterEvent, afterDead []byte) {
 			if err != nil {
 				return
 			}
-			rec := kv{append([]byte(nil), k...), append([]byte(nil), v...)}
+			rec := kv{k: append([]byte(nil), k...), v: append([]byte(nil), v...)}
 			if h, err := format.DecodeDeadHeader(p); err == nil {
 				if evs, err := format.DeadEvents(h); err == nil && deadSize(evs) == len(h.Body) {
 					if bytes.Compare(k, afterDead) > 0 {

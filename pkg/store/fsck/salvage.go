@@ -3,6 +3,7 @@ package fsck
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
@@ -14,13 +15,18 @@ import (
 // tree where it can be followed and by scanning the pages it does not reach, then written in
 // key order into a fresh file (writeSalvage) with the counters recomputed.
 
-// kv is one salvaged record: its key and its whole record bytes.
-type kv struct{ k, v []byte }
+// kv is one salvaged record: its key and its whole record bytes, and for an event its source
+// (from its bucket's name; "" for the default source, and for an event found by a page scan,
+// whose bucket is not known).
+type kv struct {
+	k, v []byte
+	src  string
+}
 
 type salvaged struct {
 	events, dead []kv
 	retry        []byte
-	retries      []kv           // per-batch retry states (retryKey)
+	retries      []kv           // per-batch retry states (retryKey) and the source registry, kept as they are
 	stored       *format.Counts // the file's counters; nil when unreadable
 	badRecords   int
 	badPages     int
@@ -84,14 +90,14 @@ func salvage(data []byte) salvaged {
 				s.badRecords++
 				return
 			}
-			rec := kv{append([]byte(nil), k...), append([]byte(nil), val...)}
+			rec := kv{k: append([]byte(nil), k...), v: append([]byte(nil), val...)}
 			switch {
 			case bytes.Equal(name, format.BucketMeta) || (!bytes.Equal(name, format.BucketEvents) && !bytes.Equal(name, format.BucketDead) && len(k) != 20):
 				// The meta bucket, or one whose name was damaged holding meta keys.
 				switch {
 				case bytes.Equal(k, format.MetaRetry):
 					s.retry = rec.v
-				case bytes.HasPrefix(k, []byte(format.RetryPrefix)):
+				case bytes.HasPrefix(k, []byte(format.RetryPrefix)), bytes.HasPrefix(k, []byte("r.")), bytes.HasPrefix(k, []byte("s/")):
 					s.retries = append(s.retries, rec)
 				case bytes.Equal(k, format.MetaCounts):
 					if c, err := format.ReadCounts(oneValue(val)); err == nil {
@@ -107,7 +113,10 @@ func salvage(data []byte) salvaged {
 				}
 				s.dead = append(s.dead, rec)
 				lastDead = later(lastDead, rec.k)
-			default: // the events bucket, or one whose name was damaged
+			default: // an events bucket, or one whose name was damaged
+				if src, ok := format.SourceOfBucket(name); ok && src != format.DefaultSource {
+					rec.src = src
+				}
 				s.events = append(s.events, rec)
 				lastEvent = later(lastEvent, rec.k)
 			}
@@ -158,12 +167,23 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 	}
 	sal.events = sortKV(sal.events)
 	sal.dead = sortKV(sal.dead)
-	if err := put(format.BucketEvents, sal.events, func(r kv) {
-		c.Events++
-		c.Bytes += int64(len(r.v) - format.RecordHeader)
-		rep.Saved++
-	}); err != nil {
-		return err
+	bySource := map[string][]kv{}
+	for _, r := range sal.events {
+		bySource[r.src] = append(bySource[r.src], r)
+	}
+	perSource := map[string]format.Counts{}
+	for _, src := range slices.Sorted(maps.Keys(bySource)) {
+		if err := put(format.EventsBucket(src), bySource[src], func(r kv) {
+			c.Events++
+			c.Bytes += int64(len(r.v) - format.RecordHeader)
+			sc := perSource[src]
+			sc.Events++
+			sc.Bytes += int64(len(r.v) - format.RecordHeader)
+			perSource[src] = sc
+			rep.Saved++
+		}); err != nil {
+			return err
+		}
 	}
 	if err := put(format.BucketDead, sal.dead, func(r kv) {
 		h, _ := format.DecodeDeadHeader(r.v[format.RecordHeader:])
@@ -193,6 +213,14 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 		}
 		if err := meta.Put(format.MetaFormat, format.EncodeRecord([]byte{1})); err != nil {
 			return err
+		}
+		for src, sc := range perSource {
+			if src == "" {
+				continue
+			}
+			if err := meta.Put(format.SourceCountsKey(src), format.EncodeRecord(format.EncodeSourceCounts(sc.Events, sc.Bytes))); err != nil {
+				return err
+			}
 		}
 		return meta.Put(format.MetaCounts, format.EncodeRecord(format.EncodeCounts(c)))
 	})
@@ -233,7 +261,7 @@ func sortKV(r []kv) []kv {
 		last, _ := ksuid.FromBytes(out[len(out)-1].k)
 		for _, rec := range moved {
 			last = last.Next()
-			out = append(out, kv{append([]byte(nil), last.Bytes()...), rec.v})
+			out = append(out, kv{k: append([]byte(nil), last.Bytes()...), v: rec.v, src: rec.src})
 		}
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 
 func TestSortKV_DropsStaleCopiesKeepsRecordsWhoseDamagedKeyCollides(t *testing.T) {
 	k := func(b byte) []byte { return append(bytes.Repeat([]byte{1}, 19), b) }
-	got := sortKV([]kv{{k(3), []byte("c")}, {k(1), []byte("a")}, {k(2), []byte("b")}, {k(1), []byte("a")}, {k(2), []byte("x")}})
+	got := sortKV([]kv{{k: k(3), v: []byte("c")}, {k: k(1), v: []byte("a")}, {k: k(2), v: []byte("b")}, {k: k(1), v: []byte("a")}, {k: k(2), v: []byte("x")}})
 	var vals []string
 	for i, r := range got {
 		vals = append(vals, string(r.v))
