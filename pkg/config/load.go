@@ -179,11 +179,9 @@ func (lc *Loaded) readEnv(environ []string) error {
 		if !strings.HasPrefix(name, envPrefix) || value == "" {
 			continue // an empty variable counts as unset
 		}
-		b, ok := boundKey{}, false
-		if d := byEnv[name]; d != nil && d.named == nil {
+		b, ok := lookupEnv(name)
+		if d := byEnv[name]; d != nil && d.named == nil { // a fixed key wins: OUTBOX_SOURCES_RELAY_ENDPOINT
 			b, ok = boundKey{d: d, key: d.key}, true
-		} else {
-			b, ok = lookupEnv(name)
 		}
 		if !ok {
 			lc.noteUnknownEnv(name) // reported, never fatal (env_unknown.go)
