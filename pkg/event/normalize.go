@@ -39,10 +39,10 @@ type intake struct {
 	libArr [64]byte  // the default library, built without allocating
 	libLen int
 
-	scrub    *Scrub  // Options.Scrub
-	suppress *IDSet  // Options.Suppress
-	scrubs   []edit  // the scrub edits of the events parsed so far (scrub.go), by event
-	dropped  int     // events dropped because suppress holds their user
+	scrub    *Scrub // Options.Scrub
+	suppress *IDSet // Options.Suppress
+	scrubs   []edit // the scrub edits of the events parsed so far (scrub.go), by event
+	dropped  int    // events dropped because suppress holds their user
 
 	haveNow bool
 	now     time.Time
