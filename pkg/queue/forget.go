@@ -27,3 +27,10 @@ func (q *Queue) Forget(ctx context.Context, match func(event []byte) bool) (Forg
 // CountDropped counts n events dropped at intake, before they reached the queue, for reason
 // (store.ReasonSuppressed): in Stats.Dropped, to Config.OnDrop and in a warn log line.
 func (q *Queue) CountDropped(reason string, n int) { q.s.CountDropped(reason, n) }
+
+// LastKey returns the greatest key handed out so far (nil when none): a batch whose first key
+// is greater was read after the call.
+func (q *Queue) LastKey() []byte { return q.s.LastKey() }
+
+// Salt returns the data directory's random salt (32 bytes, created on first use).
+func (q *Queue) Salt(ctx context.Context) ([]byte, error) { return q.s.Salt(ctx) }

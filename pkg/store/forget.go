@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 
@@ -163,4 +164,51 @@ func clearRetryOf(b buckets, keys [][]byte) error {
 func nextKey(c *bolt.Cursor) []byte {
 	k, _ := c.Next()
 	return k
+}
+
+// LastKey returns the greatest key handed out so far (nil before the first event): every
+// event stored before the call has a key at most this one. A consumer that forgot a user
+// (Forget) tells with it which of the batches it holds were read before.
+func (s *Store) LastKey() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pub.last.IsNil() {
+		return nil
+	}
+	return append([]byte(nil), s.pub.last[:]...)
+}
+
+// metaSalt is the meta key of the data directory's random salt (Salt).
+var metaSalt = []byte("salt")
+
+// saltBytes is the size of the salt.
+const saltBytes = 32
+
+// Salt returns the data directory's random salt, creating it (in meta, in a commit of the
+// writer) on first use: a key for hashes that must not be computable from the data alone,
+// such as the id hashes of Forget's audit log line when no hash key is configured. It
+// stays the same for the life of the data file (compaction copies it; recover does not).
+func (s *Store) Salt(ctx context.Context) ([]byte, error) {
+	r := &request{kind: opSalt}
+	if err := s.submit(ctx, r); err != nil {
+		return nil, err
+	}
+	return r.info, nil
+}
+
+// applySalt reads or creates the salt into r.info.
+func applySalt(b buckets, r *request) error {
+	if v := b.meta.Get(metaSalt); v != nil {
+		if p, err := format.DecodeRecord(v); err == nil && len(p) == saltBytes {
+			r.info = append([]byte(nil), p...)
+			return nil
+		}
+	}
+	salt := make([]byte, saltBytes)
+	_, _ = rand.Read(salt) // never fails (crypto/rand, Go ≥ 1.24)
+	if err := b.meta.Put(metaSalt, format.EncodeRecord(salt)); err != nil {
+		return err
+	}
+	r.info = salt
+	return nil
 }

@@ -48,6 +48,8 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 		return clearRetry(b, r.keys[0], r.keys[0])
 	case opForget:
 		return s.applyForget(b, r, w)
+	case opSalt:
+		return applySalt(b, r)
 	case opFixCounts:
 		w.Events += r.delta.Events
 		w.Bytes += r.delta.Bytes

@@ -26,6 +26,7 @@ const (
 	opFixCounts
 	opCompact
 	opForget // forget.go
+	opSalt   // forget.go
 )
 
 // request is one unit of work for the writer. Logical failures (errs.ErrQueueFull,
