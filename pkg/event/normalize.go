@@ -42,7 +42,6 @@ type intake struct {
 	scrub    *Scrub // Options.Scrub
 	suppress *IDSet // Options.Suppress
 	scrubs   []edit // the scrub edits of the events parsed so far (scrub.go), by event
-	dropped  int    // events dropped because suppress holds their user
 
 	haveNow bool
 	now     time.Time
