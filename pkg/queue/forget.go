@@ -24,9 +24,10 @@ func (q *Queue) Forget(ctx context.Context, match func(event []byte) bool) (Forg
 	return res, nil
 }
 
-// CountDropped counts n events dropped at intake, before they reached the queue, for reason
-// (store.ReasonSuppressed): in Stats.Dropped, to Config.OnDrop and in a warn log line.
-func (q *Queue) CountDropped(reason string, n int) { q.s.CountDropped(reason, n) }
+// CountSuppressed counts n events dropped at intake, before they reached the queue, because
+// their user is on the suppress list: in Stats.Dropped["suppressed"], to Config.OnDrop and in
+// a warn log line.
+func (q *Queue) CountSuppressed(n int) { q.s.CountDropped(store.ReasonSuppressed, n) }
 
 // LastKey returns the greatest key handed out so far (nil when none): a batch whose first key
 // is greater was read after the call.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
-	"github.com/outboxhq/outbox/pkg/store"
 )
 
 // This file is the privacy settings of intake: the scrub rules (privacy.rules, keyed by
@@ -235,7 +234,7 @@ func (c *Client) IntakeOptions(opt event.Options) event.Options {
 // list: in Stats().Queue.Dropped["suppressed"], Hooks.OnDrop and a warn log line (which names
 // no user). Enqueue and EnqueueAsync count their own; the agent counts those of its requests.
 func (c *Client) CountSuppressed(n int) {
-	c.q.CountDropped(store.ReasonSuppressed, n)
+	c.q.CountSuppressed(n)
 }
 
 // ReloadSuppressList reads privacy.suppress_file again: the agent does on SIGHUP, so that a
