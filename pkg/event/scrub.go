@@ -138,7 +138,14 @@ type Scrub struct {
 	root  scrubNode
 	rules []ScrubRule
 	key   []byte
-	macs  sync.Pool // hash.Hash (HMAC-SHA256 under key), reused between values
+	macs  sync.Pool // *macState (HMAC-SHA256 under key), reused between values
+}
+
+// macState is a pooled HMAC with the buffer its sum is written to, so that hashing a value
+// allocates nothing.
+type macState struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
 }
 
 // scrubNode is one key of the rules' paths: a leaf carries its action, an inner node the keys
@@ -205,7 +212,7 @@ func NewScrub(rules []ScrubRule, hashKey []byte) (*Scrub, error) {
 	if hashKey != nil {
 		s.key = append([]byte(nil), hashKey...)
 		key := s.key
-		s.macs.New = func() any { return hmac.New(sha256.New, key) }
+		s.macs.New = func() any { return &macState{h: hmac.New(sha256.New, key)} }
 	}
 	return s, nil
 }
@@ -239,11 +246,10 @@ func (s *Scrub) appendScrubbed(out, v []byte, a ScrubAction) []byte {
 			out = append(out, '*')
 		}
 	case ScrubHash:
-		mac := s.macs.Get().(hash.Hash)
-		mac.Reset()
-		mac.Write(text)
-		var sum [sha256.Size]byte
-		out = hex.AppendEncode(out, mac.Sum(sum[:0]))
+		mac := s.macs.Get().(*macState)
+		mac.h.Reset()
+		mac.h.Write(text)
+		out = hex.AppendEncode(out, mac.h.Sum(mac.sum[:0]))
 		s.macs.Put(mac)
 	}
 	return append(out, '"')
@@ -273,6 +279,9 @@ func (rm *removal) next(end int) {
 // been consumed from it (so it.i is the next key, when there is one). It reports whether the
 // member is removed.
 func (in *intake) scrubMember(b []byte, m *member, end int, it *objIter, rm *removal, a ScrubAction) bool {
+	if in.scrubs == nil {
+		in.scrubs = make([]edit, 0, 8) // one allocation for the edits of a call, not one per growth
+	}
 	switch {
 	case a == ScrubMask || a == ScrubHash:
 		if b[m.valStart] != 'n' {
