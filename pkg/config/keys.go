@@ -179,6 +179,12 @@ var keys = []keyDef{
 		help: "library only: bound on the event bytes EnqueueAsync has accepted and not yet committed; past it EnqueueAsync waits"},
 	{key: "dead.max_bytes", restart: rQueueOpen, kind: kindSize, min: 1, field: func(c *Config) any { return &c.Dead.MaxBytes },
 		help: "bound on dead-letter bytes; past it the oldest dead batches are dropped"},
+	{key: "privacy.rules", live: true, kind: kindList, field: func(c *Config) any { return &c.Privacy.Rules },
+		help: "scrub fields before events are stored, each path=action: context.ip=mask, traits.email=hash, properties.card=remove"},
+	{key: "privacy.hash_key_file", live: true, kind: kindString, field: func(c *Config) any { return &c.Privacy.HashKeyFile },
+		help: "file whose contents (at least 16 bytes) key the hash rules and forget's audit hashes; required by a hash rule"},
+	{key: "privacy.suppress_file", live: true, kind: kindString, field: func(c *Config) any { return &c.Privacy.SuppressFile },
+		help: "user ids whose events are dropped at intake, one per line; outbox forget --suppress adds to it; re-read on SIGHUP"},
 	// Several sources (names.go: one row per key of a named source).
 	{key: "sources.<name>.write_keys", restart: rSources, kind: kindList, secret: true, named: func(c *Config, n string) any { return &c.namedSource(n).WriteKeys },
 		help: "ingest write keys (the Basic auth username SDKs send) whose events go to source <name>; also accepted as ingest credentials"},

@@ -42,12 +42,13 @@ const (
 	ReasonDropOldest   = "drop_oldest"   // evicted from the head by the when_full policy
 	ReasonDeadOverflow = "dead_overflow" // dead batch dropped past DeadMaxBytes
 	ReasonChecksum     = "checksum"      // record failed its CRC at lease time
+	ReasonSuppressed   = "suppressed"    // dropped at intake: its user is on the suppress list (CountDropped)
 	ReasonSourceFull   = "source_full"   // refused: its source's share of the queue (sources.<name>.max_bytes) was full
 )
 
 // DropReasons returns every drop reason, in the order above: the keys Stats.Dropped may hold.
 func DropReasons() []string {
-	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonSourceFull}
+	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonSuppressed, ReasonSourceFull}
 }
 
 func (o Options) withDefaults() Options {

@@ -64,6 +64,7 @@ type Config struct {
 	Retry   budget.Config `mapstructure:"retry"` // all zero → budget.DefaultConfig()
 	Queue   QueueConfig   `mapstructure:"queue"`
 	Dead    DeadConfig    `mapstructure:"dead"`
+	Privacy PrivacyConfig `mapstructure:"privacy"` // scrub rules and suppress list (privacy.go)
 	// Sources are the sources besides the default one, and relay mode (sources.go). Zero →
 	// one source, the default one, as upload.* describes it.
 	Sources SourcesConfig `mapstructure:"sources"`
@@ -283,6 +284,7 @@ func (c Config) Validate() error {
 	if err := c.Retry.Validate(); err != nil {
 		problems = append(problems, err)
 	}
+	problems = append(problems, c.Privacy.validate()...)
 	if len(problems) == 0 {
 		return nil
 	}
