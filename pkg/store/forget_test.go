@@ -140,3 +140,27 @@ func mustKey(t *testing.T, id string) []byte {
 	}
 	return k.Bytes()
 }
+
+func TestStore_Forget_ReachesEverySource(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, t.TempDir(), store.Options{})
+	done := make(chan error, 1)
+	for i, src := range []string{"app-a", "app-b", store.DefaultSource} {
+		if err := s.AppendAwaitedIn(ctx, src, [][]byte{userEvent("gone", i), userEvent("kept", 10+i)}, func(err error) { done <- err }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.Forget(ctx, ofUser("gone"))
+	if err != nil || res.Queued != 3 {
+		t.Fatalf("forget: %+v, %v; want 3 queued events, one per source", res, err)
+	}
+	for _, st := range s.Sources() {
+		b, err := s.HeadIn(ctx, st.Name, 10, 1<<20)
+		if err != nil || st.Events != 1 || b.Len() != 1 || bytes.Contains(b.Events[0], []byte("gone")) {
+			t.Fatalf("source %s after forget: %d counted, batch %v, %v", st.Name, st.Events, b, err)
+		}
+	}
+}
