@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,6 +22,24 @@ type ForgetResult struct {
 	Queued      int // events deleted from the queue
 	Dead        int // events deleted from dead batches
 	DeadBatches int // dead batches deleted because every event in them was; a batch left with other events keeps them
+	// Sources is the same, per source, for every source that lost an event (Sources
+	// is nil when nothing matched).
+	Sources map[string]SourceForgotten
+}
+
+// SourceForgotten is what Forget removed from one source's events.
+type SourceForgotten struct {
+	Queued, Dead, DeadBatches int
+}
+
+// add counts into source's row of r.
+func (r *ForgetResult) add(source string, f func(*SourceForgotten)) {
+	if r.Sources == nil {
+		r.Sources = map[string]SourceForgotten{}
+	}
+	row := r.Sources[sourceName(source)]
+	f(&row)
+	r.Sources[sourceName(source)] = row
 }
 
 // Forget deletes every queued and dead-lettered event for which match returns true, in one
@@ -62,9 +81,11 @@ func (s *Store) applyForget(b *buckets, r *request, w *writerState) error {
 		if err := clearRetryOf(b, src, keys); err != nil {
 			return err
 		}
+		n := w.Events
 		if err := s.deleteEvents(b, src, keys, w, nil); err != nil {
 			return err
 		}
+		r.forgot.add(src, func(row *SourceForgotten) { row.Queued += int(n - w.Events) })
 	}
 	r.forgot.Queued = int(before - w.Events)
 	return s.forgetDead(b, r, w)
@@ -105,7 +126,15 @@ func (s *Store) forgetDead(b *buckets, r *request, w *writerState) error {
 		todo = append(todo, rewrite{key: append([]byte(nil), k...), h: h, keep: keep})
 	}
 	for _, t := range todo {
+		var info DeadInfo
+		_ = json.Unmarshal(t.h.Info, &info) // an unreadable info counts under the default source
 		r.forgot.Dead += t.h.Events - len(t.keep)
+		r.forgot.add(info.Source, func(row *SourceForgotten) {
+			row.Dead += t.h.Events - len(t.keep)
+			if len(t.keep) == 0 {
+				row.DeadBatches++
+			}
+		})
 		w.DeadEvents -= int64(t.h.Events)
 		w.DeadBytes -= t.h.Bytes
 		if len(t.keep) == 0 {

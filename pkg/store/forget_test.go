@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/outboxhq/outbox/pkg/budget"
@@ -62,7 +63,8 @@ func TestStore_Forget_DeletesQueuedAndDeadEventsOfTheUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (store.ForgetResult{Queued: 3, Dead: 3, DeadBatches: 1}); res != want {
+	if want := (store.ForgetResult{Queued: 3, Dead: 3, DeadBatches: 1,
+		Sources: map[string]store.SourceForgotten{"default": {Queued: 3, Dead: 3, DeadBatches: 1}}}); !reflect.DeepEqual(res, want) {
 		t.Fatalf("Forget = %+v, want %+v", res, want)
 	}
 	check := func(s *store.Store) {
@@ -112,7 +114,7 @@ func TestStore_Forget_MatchingNothingChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res != (store.ForgetResult{}) || s.Stats().Events != before.Events || s.Stats().Bytes != before.Bytes {
+	if !reflect.DeepEqual(res, store.ForgetResult{}) || s.Stats().Events != before.Events || s.Stats().Bytes != before.Bytes {
 		t.Fatalf("Forget of nobody = %+v, stats %+v", res, s.Stats())
 	}
 }
@@ -154,7 +156,8 @@ func TestStore_Forget_ReachesEverySource(t *testing.T) {
 		}
 	}
 	res, err := s.Forget(ctx, ofUser("gone"))
-	if err != nil || res.Queued != 3 {
+	want := map[string]store.SourceForgotten{"app-a": {Queued: 1}, "app-b": {Queued: 1}, "default": {Queued: 1}}
+	if err != nil || res.Queued != 3 || !reflect.DeepEqual(res.Sources, want) {
 		t.Fatalf("forget: %+v, %v; want 3 queued events, one per source", res, err)
 	}
 	for _, st := range s.Sources() {

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -65,6 +67,20 @@ type ForgetResult struct {
 	Sources []SourceForgotten // one per source, in name order: DefaultSource for a client
 }
 
+// forgetResult is the queue's answer as rows: one per source that lost an event, in name
+// order; one row of DefaultSource when nothing matched.
+func forgetResult(res queue.ForgetResult) ForgetResult {
+	if len(res.Sources) == 0 {
+		return ForgetResult{Sources: []SourceForgotten{{Source: DefaultSource}}}
+	}
+	var out ForgetResult
+	for _, name := range slices.Sorted(maps.Keys(res.Sources)) {
+		r := res.Sources[name]
+		out.Sources = append(out.Sources, SourceForgotten{Source: name, Queued: r.Queued, Dead: r.Dead, DeadBatches: r.DeadBatches})
+	}
+	return out
+}
+
 // SourceForgotten is what Forget removed from one source's events.
 type SourceForgotten struct {
 	Source      string
@@ -114,7 +130,7 @@ func (c *Client) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, e
 	if err != nil {
 		return ForgetResult{}, err
 	}
-	out := ForgetResult{Sources: []SourceForgotten{{Source: DefaultSource, Queued: res.Queued, Dead: res.Dead, DeadBatches: res.DeadBatches}}}
+	out := forgetResult(res)
 	c.w.signal() // the head may have moved
 	auditForget(ctx, c.log, c.q, c.priv.Load().hashKey, req, out)
 	return out, nil
@@ -144,7 +160,7 @@ func (o *Offline) Forget(ctx context.Context, req ForgetRequest, log *slog.Logge
 	if err != nil {
 		return ForgetResult{}, err
 	}
-	out := ForgetResult{Sources: []SourceForgotten{{Source: DefaultSource, Queued: res.Queued, Dead: res.Dead, DeadBatches: res.DeadBatches}}}
+	out := forgetResult(res)
 	if log != nil {
 		auditForget(ctx, log, o.q, p.hashKey, req, out)
 	}
