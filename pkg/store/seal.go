@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -174,8 +175,14 @@ func (s *Store) sealPlain(db *bolt.DB, set format.SealSet) error {
 	if err != nil {
 		return fmt.Errorf("seal the plain records: %w", err)
 	}
-	if n > 0 || bad > 0 {
-		s.log.Info("encryption at rest turned on: plain records sealed", "path", s.path, "records", n, "unreadable", bad)
+	if n == 0 && bad == 0 {
+		return nil
+	}
+	s.log.Info("encryption at rest turned on: plain records sealed", "path", s.path, "records", n, "unreadable", bad)
+	// The pages that held them in the clear are free but still in the file: a compaction
+	// copies the live (sealed) records into a fresh file, which replaces it.
+	if err := s.compact(); err != nil {
+		return fmt.Errorf("rewrite the file without the plain records' pages: %w", err)
 	}
 	return nil
 }
@@ -201,7 +208,29 @@ type RekeyReport struct {
 // *keyring.MissingError, changing nothing, when a record needs a key opt.Keys lacks. Records
 // are rewritten in transactions of a few thousand, each whole: a crash leaves a file that
 // opens with the same keys, and running Rekey again finishes the work.
-func Rekey(dir string, opt RekeyOptions) (rep RekeyReport, err error) {
+func Rekey(dir string, opt RekeyOptions) (RekeyReport, error) {
+	rep, err := rekey(dir, opt)
+	if err != nil || rep.Rewritten == 0 {
+		return rep, err
+	}
+	// The pages that held the records in their old form are free but still in the file:
+	// compaction writes a fresh file of the live records only.
+	keys := opt.Keys
+	if opt.Decrypt {
+		keys = nil
+	}
+	s, err := Open(dir, Options{CompactMinBytes: -1, Keys: keys})
+	if err != nil {
+		return rep, fmt.Errorf("rekey: compact: %w", err)
+	}
+	err = s.Compact(context.Background())
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return rep, err
+}
+
+func rekey(dir string, opt RekeyOptions) (rep RekeyReport, err error) {
 	first, sealing := opt.Keys.Sealing()
 	if !sealing && !opt.Decrypt {
 		return rep, fmt.Errorf("rekey needs the keys: set queue.encryption.key_files (the first key seals)")

@@ -180,13 +180,13 @@ func (s *Store) open() (checked *fsck.CheckResult, err error) {
 		_ = db.Close()
 		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
+	s.db = db
 	if ks.sealPlain {
 		if err := s.sealPlain(db, ks.set); err != nil {
 			_ = db.Close()
 			return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 		}
 	}
-	s.db = db
 	if background {
 		s.checking.Store(true)
 		go s.backgroundCheck()
