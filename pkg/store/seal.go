@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -219,15 +218,10 @@ func Rekey(dir string, opt RekeyOptions) (RekeyReport, error) {
 	if opt.Decrypt {
 		keys = nil
 	}
-	s, err := Open(dir, Options{CompactMinBytes: -1, Keys: keys})
-	if err != nil {
+	if _, _, err := Compact(dir, keys); err != nil {
 		return rep, fmt.Errorf("rekey: compact: %w", err)
 	}
-	err = s.Compact(context.Background())
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return rep, err
+	return rep, nil
 }
 
 func rekey(dir string, opt RekeyOptions) (rep RekeyReport, err error) {
