@@ -233,3 +233,36 @@ func TestKeygen_Writes32BytesMode0600AndNeverOverwrites(t *testing.T) {
 		t.Fatalf("keygen over an existing file: exit %d, stderr %q; want a refusal and the file unchanged", code, stderr)
 	}
 }
+
+// encryptionMode is one setting the crash, power-loss and damage tests repeat under: plain,
+// and with encryption at rest on (a key file written for the test).
+type encryptionMode struct {
+	name string
+	on   bool
+}
+
+// encryptionModes are both settings, plain first.
+var encryptionModes = []encryptionMode{{"plain", false}, {"encrypted", true}}
+
+// keyFile writes a key file of 32 random bytes in a temporary directory.
+func keyFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "queue.key")
+	if _, err := keyring.Generate(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// env returns extra (nil: none) with, when the mode encrypts, OUTBOX_QUEUE_ENCRYPTION_KEY_FILES
+// set to key.
+func (m encryptionMode) env(key string, extra map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range extra {
+		out[k] = v
+	}
+	if m.on {
+		out["OUTBOX_QUEUE_ENCRYPTION_KEY_FILES"] = key
+	}
+	return out
+}

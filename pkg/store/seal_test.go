@@ -270,6 +270,35 @@ func TestEncryption_RecordMovedToAnotherKeyOrBucketIsDamaged(t *testing.T) {
 	}
 }
 
+func TestEncryption_DamagedKeyIDIsADamagedRecordNotAMissingKey(t *testing.T) {
+	dir := t.TempDir()
+	kr := testKeys(t, 1)
+	s := mustOpen(t, dir, store.Options{Keys: kr})
+	fillPersonal(t, s, 10)
+	_ = s.Close()
+	db, err := bolt.Open(filepath.Join(dir, store.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		k, v := tx.Bucket([]byte("events")).Cursor().First()
+		v = append([]byte(nil), v...)
+		v[2] ^= 0xff // a byte of the key id
+		return tx.Bucket([]byte("events")).Put(append([]byte(nil), k...), v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	var ce *store.CorruptError
+	if _, err := store.Open(dir, store.Options{Keys: kr}); !errors.As(err, &ce) {
+		t.Fatalf("open = %v, want a *CorruptError", err)
+	}
+	rep, err := fsck.RecoverWith(dir, fsck.RecoverOptions{Keys: kr})
+	if err != nil || rep.BadRecords != 1 || rep.Saved != 7 {
+		t.Fatalf("recover = %+v, %v; want the record counted unreadable and 7 events saved", rep, err)
+	}
+}
+
 func TestEncryption_RecoverWithoutTheKeyChangesNothing(t *testing.T) {
 	dir := t.TempDir()
 	kr := testKeys(t, 1)

@@ -171,6 +171,7 @@ func salvage(data []byte, codec format.Codec) salvaged {
 	})
 	s.badPages = f.badPages
 	s.badRecords += f.nested
+	s.resolveMissing(data, m)
 	s.countMissing = false // what the scans below find may be stale: freed pages
 	switch {
 	case f.badPages > 0 || found < 2 || f.revisits > 0 || validateTree(data, m) != nil:
@@ -266,6 +267,45 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 		}
 		return meta.Put(format.MetaCounts, format.EncodeRecord(format.EncodeCounts(c)))
 	})
+}
+
+// resolveMissing tells a record sealed with a key that was not given from a damaged one: a
+// damaged key id names a key the file never used. The file's seal set (meta "seal") names every
+// key that may have sealed a record; an id outside it is damage (the walk counted the record
+// unreadable already). When the
+// set cannot be read, every unknown id is taken as a key that was not given: recover then
+// refuses rather than drop records it could read with that key.
+func (s *salvaged) resolveMissing(data []byte, m metaInfo) {
+	if len(s.missing) == 0 {
+		return
+	}
+	set, ok := s.storedSealSet(data, m)
+	if !ok {
+		return
+	}
+	for id := range s.missing {
+		if !set.Has(id) {
+			delete(s.missing, id)
+		}
+	}
+}
+
+// storedSealSet reads the seal set from the meta bucket of the tree at m.
+func (s *salvaged) storedSealSet(data []byte, m metaInfo) (set format.SealSet, ok bool) {
+	f := &pageFile{data: data, pageSize: m.pageSize, seen: map[uint64]bool{}}
+	f.walk(m.root, 0, func(flags uint32, name, v []byte) {
+		if flags&bucketLeafFlag == 0 || !bytes.Equal(name, format.BucketMeta) {
+			return
+		}
+		_ = f.walkBucket(v, func(k, val []byte) {
+			if bytes.Equal(k, format.MetaSeal) {
+				if got, present, err := format.ReadSealSet(oneValue(val)); err == nil && present {
+					set, ok = got, true
+				}
+			}
+		})
+	})
+	return set, ok
 }
 
 // reseal returns how a record of bucket given a new key is sealed for it: a sealed record is
