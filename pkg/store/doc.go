@@ -169,6 +169,14 @@
 // few thousand) and compacts the file before it returns, so that no free page keeps them in the
 // clear. Rekey re-seals every record under the first key, or writes them plain, and compacts.
 //
+// # Forget
+//
+// Forget (forget.go) deletes the events a matcher picks from the queue and the dead letters in
+// one transaction of the writer: it walks every record, deletes the queued ones as an ack does,
+// rewrites a dead batch that keeps some events under its id and deletes one that keeps none, and
+// clears the retry state of a batch that lost an event. CountDropped counts events dropped
+// before they reached the writer (reason "suppressed"); Salt keeps a random per-file key in meta.
+//
 // # Compaction
 //
 // bbolt never shrinks its file, but it reuses freed pages: while intake and

@@ -330,3 +330,21 @@ func deadID(t *testing.T, id string) []byte {
 	}
 	return k.Bytes()
 }
+
+func TestEncryption_ForgetReadsAndRewritesSealedRecords(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, store.Options{Keys: testKeys(t, 1)})
+	fillPersonal(t, s, 30) // userIds ua…uz cycle: ua and ub are in the dead batch too
+	res, err := s.Forget(context.Background(), func(ev []byte) bool { return bytes.Contains(ev, []byte(`"userId":"ua"`)) })
+	if err != nil || res.Queued != 1 || res.Dead != 1 || res.DeadBatches != 0 {
+		t.Fatalf("forget = %+v, %v; want 1 queued and 1 dead event of ua, the dead batch kept with ub's", res, err)
+	}
+	queued, dead := readAll(t, s)
+	if len(queued) != 27 || len(dead) != 1 || !bytes.Equal(dead[0], personalEvent(1)) {
+		t.Fatalf("after forget %d queued, %d dead; want 27 and ub's dead event", len(queued), len(dead))
+	}
+	_ = s.Close()
+	if raw := rawFile(t, dir); bytes.Contains(raw, secretEmail) {
+		t.Fatal("the rewritten dead batch was written in the clear")
+	}
+}
