@@ -15,10 +15,20 @@ import (
 
 func (s *Store) applyDead(b *buckets, source string, keys [][]byte, info []byte, w *writerState) error {
 	events := make([][]byte, 0, len(keys))
-	err := s.deleteEvents(b, source, keys, w, func(p []byte) { events = append(events, append([]byte(nil), p...)) })
+	damaged := 0
+	bucketName := format.EventsBucket(source)
+	err := s.deleteEvents(b, source, keys, w, func(k, rec []byte) {
+		_, p, err := s.codec.Open(nil, bucketName, k, rec, &s.scratch)
+		if err != nil {
+			damaged++ // never moved on, as it would never be uploaded: counted below
+			return
+		}
+		events = append(events, p)
+	})
 	if err != nil {
 		return err
 	}
+	s.drop(w, ReasonChecksum, damaged, "dead_lettering", true)
 	if len(events) == 0 {
 		return nil
 	}
@@ -28,7 +38,7 @@ func (s *Store) applyDead(b *buckets, source string, keys [][]byte, info []byte,
 	}
 	id := w.nextKey(s.opt.Now())
 	payload := format.EncodeDead(info, events)
-	if err := b.dead.Put(id[:], format.EncodeRecord(payload)); err != nil {
+	if err := b.dead.Put(id[:], s.codec.Encode(format.BucketDead, id[:], payload)); err != nil {
 		return err
 	}
 	h, _ := format.DecodeDeadHeader(payload)
@@ -43,7 +53,7 @@ func (s *Store) applyDead(b *buckets, source string, keys [][]byte, info []byte,
 		if k == nil {
 			break
 		}
-		dh := deadHeaderOf(v)
+		dh := s.deadHeaderOf(k, v)
 		if err := b.dead.Delete(k); err != nil {
 			return err
 		}
@@ -56,9 +66,10 @@ func (s *Store) applyDead(b *buckets, source string, keys [][]byte, info []byte,
 	return nil
 }
 
-// deadHeaderOf decodes a dead record's header; a broken one counts as empty.
-func deadHeaderOf(v []byte) format.DeadHeader {
-	p, err := format.DecodeRecord(v)
+// deadHeaderOf decodes the header of the dead record v under key k; a broken one counts as
+// empty.
+func (s *Store) deadHeaderOf(k, v []byte) format.DeadHeader {
+	p, err := s.codec.Payload(format.BucketDead, k, v)
 	if err != nil {
 		return format.DeadHeader{}
 	}
@@ -102,7 +113,7 @@ func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
 	var need int64
 	perSource := map[string]int64{}
 	for _, k := range keys {
-		p, err := format.DecodeRecord(b.dead.Get(k))
+		p, err := s.codec.Payload(format.BucketDead, k, b.dead.Get(k))
 		if err != nil {
 			return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 		}
@@ -142,7 +153,7 @@ func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
 			if run.first.IsNil() {
 				run.first = k
 			}
-			if err := bk.Put(k[:], format.EncodeRecord(e)); err != nil {
+			if err := bk.Put(k[:], s.codec.Encode(format.EventsBucket(it.source), k[:], e)); err != nil {
 				return err
 			}
 			w.Events++
@@ -172,7 +183,7 @@ func (s *Store) applyPurge(b *buckets, r *request, w *writerState) error {
 		return err
 	}
 	for _, k := range keys {
-		h := deadHeaderOf(b.dead.Get(k))
+		h := s.deadHeaderOf(k, b.dead.Get(k))
 		if err := b.dead.Delete(k); err != nil {
 			return err
 		}

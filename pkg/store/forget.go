@@ -63,10 +63,14 @@ func (s *Store) Forget(ctx context.Context, match func(event []byte) bool) (Forg
 // dead letters.
 func (s *Store) applyForget(b *buckets, r *request, w *writerState) error {
 	found := map[string][][]byte{}
+	var buf []byte // each event's payload, opened (a sealed record) or copied
 	err := eventBuckets(b.tx, func(src string, bk *bolt.Bucket) error {
+		name := format.EventsBucket(src)
 		c := bk.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if p, err := format.DecodeRecord(v); err == nil && r.match(p) {
+			var p []byte
+			var err error
+			if buf, p, err = s.codec.Open(buf[:0], name, k, v, &s.scratch); err == nil && r.match(p) {
 				found[src] = append(found[src], append([]byte(nil), k...))
 			}
 		}
@@ -101,7 +105,7 @@ func (s *Store) forgetDead(b *buckets, r *request, w *writerState) error {
 	var todo []rewrite
 	c := b.dead.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		p, err := format.DecodeRecord(v)
+		p, err := s.codec.Payload(format.BucketDead, k, v)
 		if err != nil {
 			continue
 		}
@@ -146,7 +150,7 @@ func (s *Store) forgetDead(b *buckets, r *request, w *writerState) error {
 			continue
 		}
 		payload := format.EncodeDead(t.h.Info, t.keep)
-		if err := b.dead.Put(t.key, format.EncodeRecord(payload)); err != nil {
+		if err := b.dead.Put(t.key, s.codec.Encode(format.BucketDead, t.key, payload)); err != nil {
 			return err
 		}
 		h, _ := format.DecodeDeadHeader(payload)
