@@ -130,6 +130,11 @@ func authOutcome(err error, written bool) delivery.Outcome {
 	}
 }
 
+// SuccessCode is the result code of a batch every record of which the cluster acknowledged:
+// the label of a Kafka success in metrics (outbox_upload_requests_total's code), logs and
+// status, as "200" is the HTTP destination's.
+const SuccessCode = "ok"
+
 // outcome classifies an attempt every record of which has its answer.
 func (st *attemptState) outcome() delivery.Outcome {
 	st.mu.Lock()
@@ -137,7 +142,7 @@ func (st *attemptState) outcome() delivery.Outcome {
 	st.mu.Unlock()
 	o := delivery.Outcome{Written: st.written.Load()}
 	if err == nil {
-		o.Class = delivery.ClassSuccess
+		o.Class, o.Code = delivery.ClassSuccess, SuccessCode
 		return o
 	}
 	o.Err = err

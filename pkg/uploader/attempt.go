@@ -79,7 +79,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	w.board.count(func(c *Counters) { c.Requests++ })
 
 	t := &tried{b: b, bud: bud, o: o, first: first, leased: leased,
-		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Error: string(o.NetError)}}
+		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Code: resultCode(o), Error: string(o.NetError)}}
 	var n next
 	if ackErr != nil {
 		// The batch before b is still queued: b's outcome is not routed (no retry state, no

@@ -23,8 +23,9 @@ func normalized(o Outcome) Outcome {
 }
 
 // resultCode is the result's label in metrics, logs and status (AttemptInfo.Code,
-// UploadStats.LastResult): Code when set, else the HTTP status, the network error class, or
-// why nothing was sent ("hook_error", "config_error", "aborted").
+// UploadStats.LastResult): Code when set, else the HTTP status, the network error class, why
+// nothing was sent ("hook_error", "config_error", "aborted"), or else the class's name
+// ("success", "retryable"…): what the destination said, never a guess.
 func resultCode(o Outcome) string {
 	switch {
 	case o.Code != "":
@@ -36,7 +37,7 @@ func resultCode(o Outcome) string {
 	case o.Class == ClassAborted:
 		return abortedCode(o.Err)
 	}
-	return "error"
+	return o.Class.String()
 }
 
 // describe says what the destination or the network answered, for logs and dead-letter

@@ -143,7 +143,7 @@ func (w *worker) delivered(info BatchInfo) {
 		c.EventsUploaded += int64(info.Events)
 		c.BatchesUploaded++
 	})
-	w.log.Info("batch delivered", "events", info.Events, "bytes", info.Bytes, "attempts", info.Attempts, "status", info.Status)
+	w.log.Info("batch delivered", "events", info.Events, "bytes", info.Bytes, "attempts", info.Attempts, "code", info.Code)
 	if w.hooks.OnDelivered != nil {
 		w.hooks.OnDelivered(info)
 	}
