@@ -275,3 +275,33 @@ func TestWorker_Success_IsReportedAsOK_InStatsAndMetrics(t *testing.T) {
 		t.Fatalf("outbox_upload_requests_total by code = %v; want only %q", codes, kafka.SuccessCode)
 	}
 }
+
+func TestWorker_Throttling_LowersTheLimitOfBatchesInFlight(t *testing.T) {
+	c := startCluster(t)
+	var produced, throttled atomic.Int64
+	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if produced.Add(1) <= 60 || throttled.Load() == 0 {
+			return nil, nil, false // kfake answers: no throttle
+		}
+		return throttledSuccess(kreq.(*kmsg.ProduceRequest), time.Millisecond), nil, true
+	})
+	cl := openClient(t, newDest(t, c, kafka.Config{}), func(cfg *uploader.Config) { cfg.Batch.MaxEvents = 2 })
+	enqueueTracks(t, cl, "wgrow", 400, 10)
+	peak := 0
+	for produced.Load() < 60 {
+		peak = max(peak, cl.Stats().Upload.ConcurrencyLimit)
+		time.Sleep(time.Millisecond)
+	}
+	drain(t, cl)
+	peak = max(peak, cl.Stats().Upload.ConcurrencyLimit)
+	if peak < 2 {
+		t.Fatalf("the limit never grew above %d without throttling", peak)
+	}
+	throttled.Store(1) // from here every produce is throttled
+	enqueueTracks(t, cl, "wthrottled", 100, 10)
+	drain(t, cl)
+	if got := cl.Stats().Upload.ConcurrencyLimit; got >= peak {
+		t.Fatalf("limit %d after throttled produces, want it below the %d it reached without", got, peak)
+	}
+}

@@ -29,13 +29,20 @@ type next struct {
 	err  error         // the failure behind nextWait/nextPause/nextRestart
 }
 
-// attempt makes one attempt of b and routes its outcome. pre, when not nil, is a payload built
-// ahead for it, which the destination owns once passed. leased says that b is carried by the
-// dispatcher of several in flight (inflight.go), not the FIFO loop. Acks of earlier batches may still be
+// attempt makes one attempt of b, admitted by the gate, tells the gate how it ended, and
+// routes its outcome. pre, when not nil, is a payload built ahead for it, which the
+// destination owns once passed. l is the lease b belongs to when the dispatcher of several in
+// flight carries it (inflight.go); nil for the FIFO loop. Acks of earlier batches may still be
 // committing: after a success only those already committed are settled; any other outcome
 // settles them all first, since it may write b's retry state, dead-letter b or split it.
-func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pre any, leased bool) next {
+func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pre any, l *lease) next {
+	var id uint64
+	if l != nil {
+		id = l.seq
+	}
+	leased := l != nil
 	if w.runCtx.Err() != nil {
+		w.gate.finish(id, nil, 0)
 		w.releasePayload(prepared{payload: pre})
 		return next{kind: nextStop}
 	}
@@ -46,6 +53,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	took := time.Since(start)
 	cancel()
 	if w.runCtx.Err() != nil {
+		w.gate.finish(id, nil, took)
 		ackErr := w.settle()
 		// Close's deadline cut the attempt: not an outcome, and no budget is spent. When the
 		// batch may have reached the destination, the next start counts it as a retry (unless
@@ -60,7 +68,11 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 		return next{kind: nextStop}
 	}
 	o = normalized(o)
-	w.observeAttempt(o, took)
+	if o.Class == ClassAborted {
+		w.gate.finish(id, nil, took)
+	} else {
+		w.gate.finish(id, &o, took)
+	}
 	if o.Class == ClassSuccess {
 		w.resumed()
 	}
@@ -133,8 +145,8 @@ func (w *worker) route(t *tried) next {
 		}
 		return w.dead(t, fmt.Sprintf("rejected: %s", describe(t.o)))
 	default: // rejected
-		if split && n > 1 && (t.o.Status == 400 || t.o.Status == 422) {
-			w.log.Info("batch rejected; splitting to isolate bad events", "events", n, "status", t.o.Status)
+		if split && n > 1 && t.o.Splittable {
+			w.log.Info("batch rejected; splitting to isolate bad events", "events", n, "code", resultCode(t.o))
 			return next{kind: nextSplit}
 		}
 		return w.dead(t, fmt.Sprintf("rejected: %s", describe(t.o)))

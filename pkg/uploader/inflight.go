@@ -1,11 +1,6 @@
 package uploader
 
 import (
-	"context"
-	"errors"
-	"net"
-	"time"
-
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
@@ -163,42 +158,8 @@ func (w *worker) ackNow(b *queue.Batch, info BatchInfo) next {
 	return next{kind: nextDone}
 }
 
-// observeAttempt tells the gate what an attempt answered and, for a usable Retry-After, pauses
-// every new attempt until it has passed.
-func (w *worker) observeAttempt(o Outcome, took time.Duration) {
-	if w.serial() {
-		return
-	}
-	w.gate.observe(answerOf(o), took)
-}
-
-// answerOf is what an outcome tells the limiter about the destination's capacity.
-func answerOf(o Outcome) answer {
-	switch o.Class {
-	case ClassSuccess:
-		return answerGood
-	case ClassRateLimited:
-		return answerRetryAfter
-	case ClassRetryable:
-		if o.Status == 429 || isTimeout(o.Err) {
-			return answerBackPressure
-		}
-		return answerFailed
-	}
-	return answerNeutral
-}
-
 // publishInFlight updates the in-flight gauges on the board.
 func (w *worker) publishInFlight() {
 	n, lim := w.gate.inFlight(), w.gate.limit()
 	w.board.set(func(s *workerState) { s.InFlight, s.Limit = n, lim })
-}
-
-// isTimeout reports whether an attempt's error is a timeout (upload.timeout, or the network's).
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }

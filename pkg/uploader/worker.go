@@ -255,10 +255,7 @@ func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l
 			return nil, nextStop
 		}
 		bud.Postpone(held) // time held on refused credentials is not the batch's failure
-		next := w.attempt(b, bud, first, pre, l != nil)
-		if l != nil {
-			w.gate.end()
-		}
+		next := w.attempt(b, bud, first, pre, l)
 		pre = nil
 		switch next.kind {
 		case nextDone:
