@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
@@ -49,7 +50,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	retryCount := bud.Attempts()
 	ctx, cancel := context.WithTimeout(w.runCtx, w.settings().timeout)
 	start := time.Now()
-	o := w.dest.Send(ctx, Batch{Events: b.Events, Retry: retryCount, Prepared: pre})
+	o := w.dest.Send(ctx, delivery.Batch{Events: b.Events, Retry: retryCount, Prepared: pre})
 	took := time.Since(start)
 	cancel()
 	if w.runCtx.Err() != nil {
@@ -68,24 +69,24 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 		return next{kind: nextStop}
 	}
 	o = normalized(o)
-	if o.Class == ClassAborted {
+	if o.Class == delivery.ClassAborted {
 		w.gate.finish(id, nil, took)
 	} else {
 		w.gate.finish(id, &o, took)
 	}
-	if o.Class == ClassSuccess {
+	if o.Class == delivery.ClassSuccess {
 		w.resumed()
 	}
 	// A success only adds its ack to those committing; any other outcome may write b's retry
 	// state, dead-letter it or split it, which needs b to be the head: every earlier ack first.
 	var ackErr error
-	if o.Class == ClassSuccess {
+	if o.Class == delivery.ClassSuccess {
 		ackErr = w.settleReady()
 	} else {
 		ackErr = w.settle()
 	}
-	w.recordResult(resultCode(o), o.Class == ClassSuccess)
-	if o.Class == ClassAborted {
+	w.recordResult(resultCode(o), o.Class == delivery.ClassSuccess)
+	if o.Class == delivery.ClassAborted {
 		return orRestart(next{kind: nextPause, err: o.Err}, ackErr)
 	}
 	w.board.count(func(c *Counters) { c.Requests++ })
@@ -111,7 +112,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 type tried struct {
 	b      *queue.Batch
 	bud    *budget.Budget
-	o      Outcome
+	o      delivery.Outcome
 	info   BatchInfo
 	first  time.Time // the batch's first attempt, for its dead letter
 	leased bool      // carried by the dispatcher of several in flight
@@ -122,24 +123,24 @@ func (w *worker) route(t *tried) next {
 	n := len(t.b.Events)
 	split := w.settings().split
 	switch t.o.Class {
-	case ClassSuccess:
+	case delivery.ClassSuccess:
 		if t.leased {
 			return w.ackNow(t.b, t.info)
 		}
 		return orRestart(next{kind: nextDone}, w.startAck(t.b, t.info))
-	case ClassRateLimited:
+	case delivery.ClassRateLimited:
 		wait, err := t.bud.RateLimited(t.o.RetryAfter)
 		return w.retryOrDead(t, PathRateLimit, wait, err)
-	case ClassRetryable:
+	case delivery.ClassRetryable:
 		wait, err := t.bud.Failed()
 		return w.retryOrDead(t, PathBackoff, wait, err)
-	case ClassTooLarge:
+	case delivery.ClassTooLarge:
 		if split && n > 1 {
 			w.log.Info("batch too large for the destination; splitting", "events", n, "code", resultCode(t.o))
 			return next{kind: nextSplit}
 		}
 		return w.dead(t, fmt.Sprintf("too large: %s", describe(t.o)))
-	case ClassAuthRefused:
+	case delivery.ClassAuthRefused:
 		if w.settings().onAuth != OnAuthFailureDeadLetter {
 			return w.refused(t)
 		}
@@ -252,7 +253,7 @@ func pathOf(n next) string {
 // abortedCode names a failure that kept an attempt from being made.
 func abortedCode(err error) string {
 	var he *HookError
-	var ce *ConfigError
+	var ce *delivery.ConfigError
 	switch {
 	case errors.As(err, &he):
 		return "hook_error"

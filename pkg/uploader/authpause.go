@@ -3,6 +3,7 @@ package uploader
 import (
 	"errors"
 	"fmt"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"time"
 )
 
@@ -106,8 +107,8 @@ func (w *worker) resumed() {
 // authKey is the configuration key behind refused credentials: a destination's own (a
 // *ConfigError's Key, as pkg/kafka sets it), else upload.write_key, or upload.headers when
 // only they carry a credential.
-func (w *worker) authKey(o Outcome) string {
-	if ce := (*ConfigError)(nil); errors.As(o.Err, &ce) && ce.Key != "" {
+func (w *worker) authKey(o delivery.Outcome) string {
+	if ce := (*delivery.ConfigError)(nil); errors.As(o.Err, &ce) && ce.Key != "" {
 		return ce.Key
 	}
 	return w.settings().authKey

@@ -4,11 +4,13 @@
 // Destination passed with WithDestination (pkg/kafka) — retrying through two budgets
 // (pkg/budget) and dead-lettering what cannot be delivered. The Client is the intake and the
 // lifecycle; the worker (worker.go, attempt.go, pipeline.go) is the consumer side; a
-// Destination only sends one batch and says what happened (an Outcome). Destination, Batch,
-// Outcome and the classes are pkg/delivery's, the seam every destination is built on, and this
-// package names them too, as it names the HTTP destination's Classify, ClassifyFunc,
-// IsRetryableStatus, ParseRetryAfter, RequestHook and HookError. The agent (pkg/agent) is this
-// client behind an HTTP intake.
+// Destination only sends one batch and says what happened (an Outcome), including what the
+// answer means for delivery control (back-pressure, a Retry-After, refused credentials, a
+// rejection worth splitting): this package never reads an HTTP status. Destination, Batch,
+// Outcome and the classes are pkg/delivery's, the seam every destination is built on; this
+// package names the HTTP destination's Classify, ClassifyFunc, IsRetryableStatus,
+// ParseRetryAfter, RequestHook and HookError, which its HTTP options take. The agent
+// (pkg/agent) is this client behind an HTTP intake.
 //
 // # Using it
 //
@@ -86,12 +88,13 @@
 // the HTTP one) the worker dispatches (inflight.go): it leases from the head, then each next
 // full batch after the last one leased, and carries each lease on a goroutine of its own, with
 // its own budget and X-Retry-Count, until it was delivered, dead-lettered or split into halves
-// that were. The gate (gate.go) admits every attempt: a lease's rank among those ready to send
-// must be below the limit (fixed, or auto's limiter.go: slow start, additive increase,
-// multiplicative decrease), one batch probes during an outage (the first ready to, until a
-// success, paced as the one batch of upload.concurrency: 1 would be), no new batch is leased
-// or first sent while a failure is unanswered by a success, and no attempt starts while a
-// usable Retry-After runs. Each accepted batch is acked in its own transaction, in any
+// that were. The gate (gate.go) admits every attempt, in every mode, by composing four
+// policies: the hold (hold.go: a usable Retry-After, refused credentials), the breaker
+// (breaker.go: after a failure nothing new starts while an answer is pending; during an
+// outage one probe at a time, paced by its own backoff), the limit (limit.go: fixed, or
+// auto's slow start, additive increase, multiplicative decrease) and the slots (slots.go: a
+// lease's rank among those not waiting must be below the limit). docs/design/delivery.md
+// states each rule with the test that holds it. Each accepted batch is acked in its own transaction, in any
 // order; retry states are saved per batch. Close cuts every wait and, at its deadline, every
 // request in flight; what is not delivered stays queued.
 //

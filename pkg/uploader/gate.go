@@ -3,6 +3,7 @@ package uploader
 import (
 	"context"
 	"errors"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"sync"
 	"time"
 
@@ -196,7 +197,7 @@ func (g *gate) tryBegin(id uint64) verdict {
 
 // finish records the end of an attempt begun with tryBegin, what it answered (nil: the
 // request was not made) and how long it took: the breaker and the limit learn from it.
-func (g *gate) finish(id uint64, o *Outcome, rtt time.Duration) {
+func (g *gate) finish(id uint64, o *delivery.Outcome, rtt time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	sent := g.slots.end(id)
@@ -216,11 +217,11 @@ func (g *gate) finish(id uint64, o *Outcome, rtt time.Duration) {
 
 // healthOf is what an outcome tells the breaker: a retryable failure may be an outage; any
 // answer of the destination says it is up; a request not made says nothing.
-func healthOf(o Outcome) health {
+func healthOf(o delivery.Outcome) health {
 	switch o.Class {
-	case ClassRetryable:
+	case delivery.ClassRetryable:
 		return healthDown
-	case ClassAborted:
+	case delivery.ClassAborted:
 		return healthNone
 	}
 	return healthUp

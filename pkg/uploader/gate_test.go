@@ -2,6 +2,7 @@ package uploader
 
 import (
 	"fmt"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func simulateOutage(t *testing.T, cfg UploadConfig, inflight int, d time.Duratio
 		return s
 	}
 	fail := func(s *sim) {
-		g.finish(s.id, &Outcome{Class: ClassRetryable, Status: 503}, time.Millisecond)
+		g.finish(s.id, &delivery.Outcome{Class: delivery.ClassRetryable, Status: 503}, time.Millisecond)
 		w, err := s.b.Next()
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +137,7 @@ func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 	if v := g.tryBegin(head.seq); !v.admitted {
 		t.Fatalf("head after probeNow: %+v; want it to probe at once", v)
 	}
-	g.finish(head.seq, &Outcome{Class: ClassSuccess, Status: 200}, time.Millisecond)
+	g.finish(head.seq, &delivery.Outcome{Class: delivery.ClassSuccess, Status: 200}, time.Millisecond)
 	if _, was := g.resumeAuth(); !was {
 		t.Fatal("resumeAuth found no hold")
 	}
@@ -155,8 +156,8 @@ func TestGate_FixedLimit_AdmitsTheOldestBatchesNotWaiting(t *testing.T) {
 	if g.tryBegin(c.seq).admitted {
 		t.Fatal("a third was admitted under a limit of 2")
 	}
-	g.finish(a.seq, &Outcome{Class: ClassRetryable, Status: 503}, time.Millisecond)
-	g.finish(b.seq, &Outcome{Class: ClassSuccess, Status: 200}, time.Millisecond) // the destination is up
+	g.finish(a.seq, &delivery.Outcome{Class: delivery.ClassRetryable, Status: 503}, time.Millisecond)
+	g.finish(b.seq, &delivery.Outcome{Class: delivery.ClassSuccess, Status: 200}, time.Millisecond) // the destination is up
 	g.setWaiting(a, true)
 	if !g.tryBegin(c.seq).admitted {
 		t.Fatal("with the oldest waiting out its backoff, the third was not admitted")
@@ -172,7 +173,7 @@ func TestGate_KafkaThrottleLowersTheLimit(t *testing.T) {
 	}
 	l := g.add(nil)
 	g.slots.begin(l.seq)
-	g.finish(l.seq, &Outcome{Class: ClassSuccess, Code: "ok", BackPressure: true}, time.Millisecond)
+	g.finish(l.seq, &delivery.Outcome{Class: delivery.ClassSuccess, Code: "ok", BackPressure: true}, time.Millisecond)
 	if got := g.limit(); got != 8 {
 		t.Fatalf("limit %d after a throttled success, want 8", got)
 	}

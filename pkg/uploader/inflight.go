@@ -2,12 +2,13 @@ package uploader
 
 import (
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
 // destinationBound is how many batches dest may take at once: 0 for no bound of its own.
-func destinationBound(dest Destination) int {
-	if b, ok := dest.(BoundedDestination); ok {
+func destinationBound(dest delivery.Destination) int {
+	if b, ok := dest.(delivery.BoundedDestination); ok {
 		return max(b.MaxInFlight(), 0)
 	}
 	return 1

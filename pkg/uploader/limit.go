@@ -1,6 +1,9 @@
 package uploader
 
-import "time"
+import (
+	"github.com/outboxhq/outbox/pkg/delivery"
+	"time"
+)
 
 // Limit is how many batches may be in flight to one destination: a fixed number
 // (upload.concurrency: N) or one that adapts from the answers (auto). Observe is given every
@@ -34,16 +37,16 @@ const (
 )
 
 // answerOf is what an outcome tells a Limit.
-func answerOf(o Outcome) answer {
+func answerOf(o delivery.Outcome) answer {
 	switch o.Class {
-	case ClassSuccess:
+	case delivery.ClassSuccess:
 		if o.BackPressure {
 			return answerSlowed
 		}
 		return answerGood
-	case ClassRateLimited:
+	case delivery.ClassRateLimited:
 		return answerRetryAfter
-	case ClassRetryable:
+	case delivery.ClassRetryable:
 		if o.BackPressure {
 			return answerBackPressure
 		}

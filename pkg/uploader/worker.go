@@ -3,6 +3,7 @@ package uploader
 import (
 	"context"
 	"errors"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,8 @@ import (
 // with the Client goes through the board (state and counters, for Stats and Flush).
 type worker struct {
 	q     *queue.Queue
-	dest  Destination
-	prep  PreparingDestination // dest, when it builds payloads ahead; else nil
+	dest  delivery.Destination
+	prep  delivery.PreparingDestination // dest, when it builds payloads ahead; else nil
 	clock budget.Clock
 	rand  budget.RandFunc
 	log   *slog.Logger
