@@ -17,7 +17,6 @@ const (
 	nextSplit          // send the two halves instead
 	nextWait           // wait, then try the same batch again
 	nextPause          // a failure that spends no budget: pause, then try again
-	nextRestart        // the previous batch's ack failed: pause, then start again from the head
 	nextStop           // the worker must exit (Close's deadline)
 	nextRefused        // our credentials were refused: the gate holds the batch until a probe
 )
@@ -27,24 +26,17 @@ type next struct {
 	kind int
 	path string        // nextWait: PathRateLimit or PathBackoff
 	wait time.Duration // nextWait
-	err  error         // the failure behind nextWait/nextPause/nextRestart
+	err  error         // the failure behind nextWait/nextPause
 }
 
 // attempt makes one attempt of b, admitted by the gate, tells the gate how it ended, and
 // routes its outcome. pre, when not nil, is a payload built ahead for it, which the
-// destination owns once passed. l is the lease b belongs to when the dispatcher of several in
-// flight carries it (inflight.go); nil for the FIFO loop. Acks of earlier batches may still be
-// committing: after a success only those already committed are settled; any other outcome
-// settles them all first, since it may write b's retry state, dead-letter b or split it.
+// destination owns once passed. l is the lease b belongs to.
 func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pre any, l *lease) next {
-	var id uint64
-	if l != nil {
-		id = l.seq
-	}
-	leased := l != nil
+	id := l.seq
 	if w.runCtx.Err() != nil {
 		w.gate.finish(id, nil, 0)
-		w.releasePayload(prepared{payload: pre})
+		w.releasePayload(pre)
 		return next{kind: nextStop}
 	}
 	retryCount := bud.Attempts()
@@ -55,11 +47,9 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	cancel()
 	if w.runCtx.Err() != nil {
 		w.gate.finish(id, nil, took)
-		ackErr := w.settle()
 		// Close's deadline cut the attempt: not an outcome, and no budget is spent. When the
-		// batch may have reached the destination, the next start counts it as a retry (unless
-		// the batch before it is still queued: then b is not the head).
-		if o.Written && ackErr == nil {
+		// batch may have reached the destination, the next start counts it as a retry.
+		if o.Written {
 			st := bud.State()
 			st.Attempts++
 			if err := w.q.SaveRetry(b, st); err != nil {
@@ -77,31 +67,15 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	if o.Class == delivery.ClassSuccess {
 		w.resumed()
 	}
-	// A success only adds its ack to those committing; any other outcome may write b's retry
-	// state, dead-letter it or split it, which needs b to be the head: every earlier ack first.
-	var ackErr error
-	if o.Class == delivery.ClassSuccess {
-		ackErr = w.settleReady()
-	} else {
-		ackErr = w.settle()
-	}
 	w.recordResult(resultCode(o), o.Class == delivery.ClassSuccess)
 	if o.Class == delivery.ClassAborted {
-		return orRestart(next{kind: nextPause, err: o.Err}, ackErr)
+		return next{kind: nextPause, err: o.Err}
 	}
 	w.board.count(func(c *Counters) { c.Requests++ })
 
-	t := &tried{b: b, bud: bud, o: o, first: first, leased: leased,
+	t := &tried{b: b, bud: bud, o: o, first: first,
 		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Code: resultCode(o), Error: string(o.NetError)}}
-	var n next
-	if ackErr != nil {
-		// The batch before b is still queued: b's outcome is not routed (no retry state, no
-		// dead letter, no ack); the worker starts again from the head and sends both again.
-		w.log.Warn("the previous batch is not acknowledged; sending again from it", "events", len(b.Events), "code", resultCode(o))
-		n = next{kind: nextRestart, err: ackErr}
-	} else {
-		n = w.route(t)
-	}
+	n := w.route(t)
 	if w.hooks.OnAttempt != nil {
 		w.hooks.OnAttempt(AttemptInfo{Events: len(b.Events), Code: resultCode(o), Duration: took, Retry: retryCount, Path: pathOf(n)})
 	}
@@ -110,12 +84,11 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 
 // tried is one attempt of a batch as route sees it.
 type tried struct {
-	b      *queue.Batch
-	bud    *budget.Budget
-	o      delivery.Outcome
-	info   BatchInfo
-	first  time.Time // the batch's first attempt, for its dead letter
-	leased bool      // carried by the dispatcher of several in flight
+	b     *queue.Batch
+	bud   *budget.Budget
+	o     delivery.Outcome
+	info  BatchInfo
+	first time.Time // the batch's first attempt, for its dead letter
 }
 
 // route decides what follows an attempt's outcome.
@@ -124,10 +97,7 @@ func (w *worker) route(t *tried) next {
 	split := w.settings().split
 	switch t.o.Class {
 	case delivery.ClassSuccess:
-		if t.leased {
-			return w.ackNow(t.b, t.info)
-		}
-		return orRestart(next{kind: nextDone}, w.startAck(t.b, t.info))
+		return w.ackNow(t.b, t.info)
 	case delivery.ClassRateLimited:
 		wait, err := t.bud.RateLimited(t.o.RetryAfter)
 		return w.retryOrDead(t, PathRateLimit, wait, err)
@@ -163,7 +133,7 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 	if err := w.q.SaveRetry(t.b, t.bud.State()); err != nil {
 		w.log.Warn("save retry state", "error", err)
 	}
-	if path == PathRateLimit && t.leased {
+	if path == PathRateLimit {
 		w.gate.pauseUntil(w.clock.Now().Add(wait)) // a Retry-After holds every batch, not this one alone
 	}
 	w.board.count(func(c *Counters) {
@@ -189,14 +159,6 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 		w.hooks.OnRetry(path, wait)
 	}
 	return next{kind: nextWait, path: path, wait: wait, err: asError(t.o)}
-}
-
-// orRestart is n, or a restart from the head when the previous batch's ack failed.
-func orRestart(n next, ackErr error) next {
-	if ackErr != nil {
-		return next{kind: nextRestart, err: ackErr}
-	}
-	return n
 }
 
 // dead moves a batch to the dead letters with its reason.

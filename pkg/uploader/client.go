@@ -99,9 +99,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	}
 	c.w.live.Store(newSettings(cfg))
 	c.w.prep, _ = dest.(delivery.PreparingDestination)
-	// The gate exists always: it admits every attempt, so that a Reconfigure of
-	// upload.concurrency can move between one and several in flight, and it holds the one
-	// batch of the FIFO loop too while our credentials are refused.
+	// The gate admits every attempt, in every mode (gate.go).
 	bound := destinationBound(dest)
 	c.w.oneAtATime = bound == 1
 	c.w.gate = newGate(cfg.Upload, bound, o.clock)

@@ -22,10 +22,9 @@ import (
 //   - the slots (slots.go): the batches in flight, and their rank among those not waiting.
 //
 // An attempt starts when the hold has passed, the breaker allows it and its rank is below
-// the limit. With upload.concurrency: 1 the one batch (id 0) passes the same hold and
-// breaker; its rank is always 0. A batch waiting out a backoff of its own sends nothing, so
-// its place goes to the next: at most twice the most that may be in flight are leased at
-// once (room).
+// the limit; with upload.concurrency: 1 that is a limit of one with acks in order (ranked).
+// A batch waiting out a backoff of its own sends nothing, so its place goes to the next: at
+// most twice the most that may be in flight are leased at once (room).
 type gate struct {
 	mu      sync.Mutex
 	fixed   int           // upload.concurrency as a number; 0 for auto (setFixed changes it)
@@ -85,8 +84,9 @@ func (g *gate) limitLocked() int {
 }
 
 // room reports whether the dispatcher may lease one more batch: fewer than twice the most that
-// may be in flight are leased, fewer than the limit are in flight (leased and not waiting out
-// a retry wait), and, after a failure, no batch not waiting may still answer: its answer says
+// may be in flight are leased, no more than the limit are in flight (leased and not waiting
+// out a retry wait; one more than the limit is leased so that its payload is prepared ahead
+// of its turn), and, after a failure, no batch not waiting may still answer: its answer says
 // whether the destination is up, and without this rule each failure, freeing its place while
 // it waits, would lease a fresh batch into what may be an outage.
 func (g *gate) room() bool {
@@ -102,7 +102,7 @@ func (g *gate) room() bool {
 	if g.bound > 0 {
 		most = min(most, g.bound)
 	}
-	return len(g.slots.live) < 2*max(most, 1) && g.slots.inFlight() < g.limitLocked()
+	return len(g.slots.live) < 2*max(most, 1) && g.slots.inFlight() <= g.limitLocked()
 }
 
 // setWaiting marks l as waiting out a retry wait of its own (or no longer).
@@ -113,11 +113,12 @@ func (g *gate) setWaiting(l *lease, on bool) {
 	g.notifyLocked()
 }
 
-// inFlight returns the number of batches in flight and not waiting out a retry wait.
+// inFlight returns the number of batches in flight and not waiting out a retry wait (the one
+// prepared ahead of its turn is not yet in flight).
 func (g *gate) inFlight() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.slots.inFlight()
+	return min(g.slots.inFlight(), g.limitLocked())
 }
 
 // add registers a newly leased batch, the newest in flight.
@@ -168,8 +169,8 @@ type verdict struct {
 	changed  <-chan struct{}
 }
 
-// tryBegin begins an attempt of id (0: the one batch of upload.concurrency: 1) when every
-// policy lets it, and else says what it waits for.
+// tryBegin begins an attempt of id when every policy lets it, and else says what it waits
+// for. (id 0 is no lease: the gate's policies alone, as a test drives them.)
 func (g *gate) tryBegin(id uint64) verdict {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -184,9 +185,7 @@ func (g *gate) tryBegin(id uint64) verdict {
 	if !g.brk.allow(id, eligible, g.slots.sending) {
 		return v
 	}
-	// While the breaker is open its one probe is the limit: the probe need not be among the
-	// oldest batches not waiting.
-	if id != 0 && !g.brk.open && g.slots.rank(id) >= g.limitLocked() {
+	if id != 0 && !g.ranked(id) {
 		return v
 	}
 	g.slots.begin(id)
@@ -215,6 +214,21 @@ func (g *gate) finish(id uint64, o *delivery.Outcome, rtt time.Duration) {
 	g.notifyLocked()
 }
 
+// ranked reports whether id's place among the batches in flight lets it start. With acks in
+// order (upload.concurrency: 1, or a destination that takes one batch at a time) only the
+// oldest batch may, so a batch waiting out its backoff is overtaken by none. Otherwise its
+// rank among the batches not waiting must be below the limit, except while the breaker is
+// open: its one probe is the limit then, and need not be among the oldest.
+func (g *gate) ranked(id uint64) bool {
+	switch {
+	case g.fixed == 1 || g.bound == 1:
+		return g.slots.head(id)
+	case g.brk.open:
+		return true
+	}
+	return g.slots.rank(id) < g.limitLocked()
+}
+
 // healthOf is what an outcome tells the breaker: a retryable failure may be an outage; any
 // answer of the destination says it is up; a request not made says nothing.
 func healthOf(o delivery.Outcome) health {
@@ -227,16 +241,12 @@ func healthOf(o delivery.Outcome) health {
 	return healthUp
 }
 
-// admit waits until an attempt of l (nil: the one batch of upload.concurrency: 1) may start
-// (see gate) and begins it: the caller calls finish once it has ended. It returns false when
+// admit waits until an attempt of l may start (see gate) and begins it: the caller calls finish once it has ended. It returns false when
 // the worker must stop: Close's deadline passed, or after Close a pause that ends after it.
 // The waiting spends no retry budget; held is how long l was held because our credentials
 // were refused, which the caller keeps off the batch's budget clocks.
 func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
-	var id uint64
-	if l != nil {
-		id = l.seq
-	}
+	id := l.seq
 	var heldSince time.Time
 	defer func() {
 		if !heldSince.IsZero() {
