@@ -28,7 +28,7 @@ type bench struct {
 	restart     *restartResult
 	faults      *drainResult
 	faultPeers  *faultPeerResults // faultpeers.go
-	outage      []outageResult    // outage.go: upload.concurrency auto, then 1
+	outage      []outageResult    // outage.go: upload.concurrency auto, 4, then 1
 	e2eLib      *e2eResult
 	e2eAg       *e2eAgentResult
 	kafka       *kafkaResult     // kafka.go
