@@ -60,7 +60,7 @@ func (g *gate) setFixed(fixed int) {
 	}
 }
 
-// limiter is the Limit in force.
+// limiter is the Limit in force: upload.concurrency as a constant, or auto.
 func (g *gate) limiter() Limit {
 	if g.fixed != 0 {
 		return fixedLimit(g.fixed)
