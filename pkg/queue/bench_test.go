@@ -151,7 +151,7 @@ func BenchmarkDrain(b *testing.B) {
 	start := time.Now()
 	drained := 0
 	for {
-		bt, err := q.Lease(500, 1<<30)
+		bt, err := q.Lease(context.Background(), 500, 1<<30)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func BenchmarkDrain(b *testing.B) {
 			break
 		}
 		drained += bt.Len()
-		if err := q.Ack(bt); err != nil {
+		if err := q.Ack(context.Background(), bt); err != nil {
 			b.Fatal(err)
 		}
 	}

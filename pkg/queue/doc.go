@@ -13,10 +13,10 @@
 // NoSync); concurrent producers share one transaction and one fsync. Lease
 // does not remove anything: a crash between an upload and its Ack re-sends
 // that batch (at-least-once; collectors dedupe on messageId). There is a
-// single consumer: Lease always starts at the head. A pipelined consumer may
-// read ahead with LeaseAfter (the batch Lease will return once the given one
-// has left) and acknowledge several delivered batches in one commit with
-// AckAll.
+// single consumer: Lease always starts at the head. A consumer may read ahead
+// with LeaseAfter (the batch Lease will return once the given one has left).
+// The queue owns the encoding of a batch's retry state (SaveRetry, RetryState:
+// retrystate.go); the store keeps it as opaque bytes.
 //
 // Batch, DeadBatch, DeadInfo and Stats are pkg/store's types (aliases): a lease is
 // the batch the store read, a dead letter the one it decoded, so pkg/uploader
@@ -26,8 +26,8 @@
 //
 // A consumer may hold many leases at once (Lease, then LeaseAfter the last one
 // leased) and settle them in any order, from several goroutines: Ack,
-// DeadLetter and SaveRetry each touch only their own batch's keys, in one
-// transaction (concurrent calls share the store's group commit). Each batch's
+// DeadLetter and SaveRetry (each under the caller's context) touch only their
+// own batch's keys, in one transaction (concurrent calls share the store's group commit). Each batch's
 // retry state is saved under its first key, so after a crash every batch that
 // was in flight comes back whole with its own state: a run read from the head
 // (or after a batch) ends before the next batch with a saved state, and a saved

@@ -18,7 +18,7 @@ import (
 // them on goroutines of their own, in whatever order they finish.
 func consumeOutOfOrder(t *testing.T, q *queue.Queue, say func(string)) {
 	for n := 0; ; n++ {
-		b, err := q.Lease(20, 1<<20)
+		b, err := q.Lease(context.Background(), 20, 1<<20)
 		if err != nil {
 			say("ERR " + err.Error())
 			return
@@ -51,15 +51,15 @@ func consumeOutOfOrder(t *testing.T, q *queue.Queue, say func(string)) {
 				var err error
 				switch (n + i) % 4 {
 				case 3:
-					err = q.DeadLetter(b, queue.DeadInfo{Reason: "test"})
+					err = q.DeadLetter(context.Background(), b, queue.DeadInfo{Reason: "test"})
 					say("D " + ids[0])
 				case 1:
-					if err = q.SaveRetry(b, budget.State{Attempts: 1, Retries: 1}); err == nil {
-						err = q.Ack(b)
+					if err = q.SaveRetry(context.Background(), b, budget.State{Attempts: 1, Retries: 1}); err == nil {
+						err = q.Ack(context.Background(), b)
 					}
 					say("A " + ids[0])
 				default:
-					err = q.Ack(b)
+					err = q.Ack(context.Background(), b)
 					say("A " + ids[0])
 				}
 				if err != nil {
@@ -86,7 +86,7 @@ func TestQueue_RetryStateOfEveryBatchInFlight_SurvivesARestart(t *testing.T) {
 		}
 	}
 	// Five batches of 2 in flight: [0 1] [2 3] [4 5] [6 7] [8 9].
-	b, err := q.Lease(2, 1<<20)
+	b, err := q.Lease(context.Background(), 2, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +105,15 @@ func TestQueue_RetryStateOfEveryBatchInFlight_SurvivesARestart(t *testing.T) {
 		b  *queue.Batch
 		st budget.State
 	}{{win[1], st2}, {win[3], st4}, {win[2], budget.State{Attempts: 1}}} {
-		if err := q.SaveRetry(s.b, s.st); err != nil {
+		if err := q.SaveRetry(context.Background(), s.b, s.st); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Acks out of order: the third batch (with a saved state) and the fifth.
-	if err := q.AckAll(win[4]); err != nil {
+	if err := q.Ack(context.Background(), win[4]); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(win[2]); err != nil {
+	if err := q.Ack(context.Background(), win[2]); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {
@@ -131,7 +131,7 @@ func TestQueue_RetryStateOfEveryBatchInFlight_SurvivesARestart(t *testing.T) {
 	for i, w := range want {
 		var got *queue.Batch
 		if prev == nil {
-			got, err = q.Lease(10, 1<<20)
+			got, err = q.Lease(context.Background(), 10, 1<<20)
 		} else {
 			got, _, err = q.LeaseAfter(prev, 10, 1<<20)
 		}
@@ -146,9 +146,9 @@ func TestQueue_RetryStateOfEveryBatchInFlight_SurvivesARestart(t *testing.T) {
 				t.Fatalf("batch %d event %d = %s, want %s", i, j, e, ev(w.events[j]))
 			}
 		}
-		if !got.Retry.BackoffStart.Equal(w.st.BackoffStart) || !got.Retry.RateLimitStart.Equal(w.st.RateLimitStart) ||
-			got.Retry.Attempts != w.st.Attempts || got.Retry.Retries != w.st.Retries {
-			t.Fatalf("batch %d retry state = %+v, want %+v", i, got.Retry, w.st)
+		if st := q.RetryState(got); !st.BackoffStart.Equal(w.st.BackoffStart) || !st.RateLimitStart.Equal(w.st.RateLimitStart) ||
+			st.Attempts != w.st.Attempts || st.Retries != w.st.Retries {
+			t.Fatalf("batch %d retry state = %+v, want %+v", i, st, w.st)
 		}
 		prev = got
 	}

@@ -37,7 +37,7 @@ func wantEvents(t *testing.T, b *queue.Batch, first, n int) {
 func TestQueue_LeaseAfter_ChainsBatchesInFIFOOrderUntilNil(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 25)
-	b, err := q.Lease(10, 1<<20)
+	b, err := q.Lease(context.Background(), 10, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestQueue_LeaseAfter_CutsByBytesLikeLease(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 10)
 	size := len(ev(0))
-	b, err := q.Lease(2, 1<<20)
+	b, err := q.Lease(context.Background(), 2, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestQueue_LeaseAfter_CutsByBytesLikeLease(t *testing.T) {
 func TestQueue_LeaseAfter_IsWhatLeaseReturnsOnceThePreviousBatchIsAcked(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 30)
-	b, err := q.Lease(10, 1<<20)
+	b, err := q.Lease(context.Background(), 10, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,20 +103,20 @@ func TestQueue_LeaseAfter_IsWhatLeaseReturnsOnceThePreviousBatchIsAcked(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(b); err != nil {
+	if err := q.Ack(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	head, err := q.Lease(10, 1<<20)
+	head, err := q.Lease(context.Background(), 10, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, head, 10, 10)
 	wantEvents(t, next, 10, 10)
 	// Ack and SaveRetry work on a batch from LeaseAfter once it is the head.
-	if err := q.SaveRetry(next, budget.State{Attempts: 2, Retries: 1}); err != nil {
+	if err := q.SaveRetry(context.Background(), next, budget.State{Attempts: 2, Retries: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(next); err != nil {
+	if err := q.Ack(context.Background(), next); err != nil {
 		t.Fatal(err)
 	}
 	if st := q.Stats(); st.Events != 10 {
@@ -127,12 +127,12 @@ func TestQueue_LeaseAfter_IsWhatLeaseReturnsOnceThePreviousBatchIsAcked(t *testi
 func TestQueue_LeaseAfter_AfterARestartTheSavedHeadBatchComesFirst(t *testing.T) {
 	q, dir := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 30)
-	b, err := q.Lease(12, 1<<20)
+	b, err := q.Lease(context.Background(), 12, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	saved := budget.State{Attempts: 3, Retries: 2}
-	if err := q.SaveRetry(b, saved); err != nil {
+	if err := q.SaveRetry(context.Background(), b, saved); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {
@@ -140,37 +140,37 @@ func TestQueue_LeaseAfter_AfterARestartTheSavedHeadBatchComesFirst(t *testing.T)
 	}
 	q = testutil.MustOpenQueueAt(t, dir, queue.Config{})
 
-	head, err := q.Lease(5, 1<<20) // smaller limits: the saved batch still comes back whole
+	head, err := q.Lease(context.Background(), 5, 1<<20) // smaller limits: the saved batch still comes back whole
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, head, 0, 12)
-	if head.Retry.Attempts != saved.Attempts || head.Retry.Retries != saved.Retries {
-		t.Fatalf("head retry state %+v, want %+v", head.Retry, saved)
+	if st := q.RetryState(head); st.Attempts != saved.Attempts || st.Retries != saved.Retries {
+		t.Fatalf("head retry state %+v, want %+v", st, saved)
 	}
 	next, more, err := q.LeaseAfter(head, 5, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, next, 12, 5)
-	if !more || next.Retry != (budget.State{}) {
-		t.Fatalf("the batch after the saved head: more %t, retry %+v; want more and a zero state", more, next.Retry)
+	if !more || q.RetryState(next) != (budget.State{}) {
+		t.Fatalf("the batch after the saved head: more %t, retry %+v; want more and a zero state", more, q.RetryState(next))
 	}
 }
 
 func TestQueue_LeaseAfter_CarriesTheSavedStateOfTheBatchItReturns(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 20)
-	first, err := q.Lease(4, 1<<20)
+	first, err := q.Lease(context.Background(), 4, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h1, h2 := first.Split()
-	if err := q.Ack(h1); err != nil {
+	if err := q.Ack(context.Background(), h1); err != nil {
 		t.Fatal(err)
 	}
 	saved := budget.State{Attempts: 1}
-	if err := q.SaveRetry(h2, saved); err != nil { // h2 is the head now
+	if err := q.SaveRetry(context.Background(), h2, saved); err != nil { // h2 is the head now
 		t.Fatal(err)
 	}
 	// A batch ending just before the saved head: what follows it is the saved batch, whole.
@@ -179,8 +179,8 @@ func TestQueue_LeaseAfter_CarriesTheSavedStateOfTheBatchItReturns(t *testing.T) 
 		t.Fatal(err)
 	}
 	wantEvents(t, next, 2, 2)
-	if next.Retry.Attempts != 1 {
-		t.Fatalf("retry state %+v, want the saved %+v", next.Retry, saved)
+	if st := q.RetryState(next); st.Attempts != 1 {
+		t.Fatalf("retry state %+v, want the saved %+v", st, saved)
 	}
 }
 

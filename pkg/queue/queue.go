@@ -14,7 +14,7 @@ import (
 
 // Batch is a leased run of events from the head of the queue: the store's batch itself, so a
 // lease hands the consumer what the store read, with nothing converted. Its Release, Len and
-// Split are store.Batch's; Batch.Retry is the state SaveRetry saved for it before a restart.
+// Split are store.Batch's; RetryState decodes the state SaveRetry saved for it before a restart.
 type Batch = store.Batch
 
 // Stats is the store's snapshot of the queue's counters (Queue.Stats).
@@ -91,17 +91,17 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 // maxBytes (but always at least one event), or nil, nil when the queue is
 // empty. It does not block and does not remove anything: the batch stays at
 // the head until Ack or DeadLetter. After a restart a batch whose retry state was
-// saved comes back whole, with that state in Batch.Retry.
-func (q *Queue) Lease(maxEvents, maxBytes int) (*Batch, error) {
-	return q.s.Head(context.Background(), maxEvents, maxBytes)
+// saved comes back whole, with that state (RetryState).
+func (q *Queue) Lease(ctx context.Context, maxEvents, maxBytes int) (*Batch, error) {
+	return q.s.Head(ctx, maxEvents, maxBytes)
 }
 
 // Ack deletes the batch's events (and its retry state) in one transaction.
-func (q *Queue) Ack(b *Batch) error {
+func (q *Queue) Ack(ctx context.Context, b *Batch) error {
 	if b == nil || len(b.Keys()) == 0 {
 		return nil
 	}
-	if err := q.s.Delete(context.Background(), b.Keys()); err != nil {
+	if err := q.s.Delete(ctx, b.Keys()); err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
 	return nil
@@ -109,15 +109,17 @@ func (q *Queue) Ack(b *Batch) error {
 
 // SaveRetry persists st as the retry state of b, a batch in flight (leased and not yet
 // acked or dead-lettered); after a restart Lease or LeaseAfter returns the same batch,
-// carrying st. It is ignored when b has left the queue.
-func (q *Queue) SaveRetry(b *Batch, st budget.State) error {
+// carrying st (RetryState). The queue encodes it; the store keeps the bytes. It is ignored
+// when b has left the queue.
+func (q *Queue) SaveRetry(ctx context.Context, b *Batch, st budget.State) error {
 	if b == nil || len(b.Keys()) == 0 {
 		return nil
 	}
-	if err := q.s.SaveRetry(context.Background(), b.Keys()[0], len(b.Keys()), st); err != nil {
+	enc := encodeRetry(st)
+	if err := q.s.SaveRetry(ctx, b.Keys()[0], len(b.Keys()), enc); err != nil {
 		return fmt.Errorf("save retry state: %w", err)
 	}
-	b.Retry = st
+	b.Retry = enc
 	return nil
 }
 
@@ -152,26 +154,6 @@ func (q *Queue) Fits(need int64) error { return q.policy.Fits(need) }
 // Stats returns the store's counters: queued and dead events from memory, the file size from
 // one stat.
 func (q *Queue) Stats() Stats { return q.s.Stats() }
-
-// AckAll deletes the events of several batches in one transaction (one fsync), as Ack does
-// for one: a consumer that delivers batch after batch acknowledges the ones whose acks would
-// otherwise wait for each other's commits together. The batches are given in queue order;
-// the retry states saved for any of them are cleared with them.
-func (q *Queue) AckAll(batches ...*Batch) error {
-	var keys [][]byte
-	for _, b := range batches {
-		if b != nil {
-			keys = append(keys, b.Keys()...)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := q.s.Delete(context.Background(), keys); err != nil {
-		return fmt.Errorf("ack: %w", err)
-	}
-	return nil
-}
 
 // LeaseAfter returns the batch that follows prev, which must be a batch returned by Lease or
 // LeaseAfter (or a half of one) that is still queued: the events after prev's last event, cut

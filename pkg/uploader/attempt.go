@@ -52,7 +52,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 		if o.Written {
 			st := bud.State()
 			st.Attempts++
-			if err := w.q.SaveRetry(b, st); err != nil {
+			if err := w.q.SaveRetry(w.storeCtx(), b, st); err != nil {
 				w.log.Warn("save retry state", "error", err)
 			}
 		}
@@ -130,7 +130,7 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 	if spent != nil {
 		return w.dead(t, fmt.Sprintf("%v (last: %s)", spent, describe(t.o)))
 	}
-	if err := w.q.SaveRetry(t.b, t.bud.State()); err != nil {
+	if err := w.q.SaveRetry(w.storeCtx(), t.b, t.bud.State()); err != nil {
 		w.log.Warn("save retry state", "error", err)
 	}
 	if path == PathRateLimit {
@@ -173,7 +173,7 @@ func (w *worker) dead(t *tried, reason string) next {
 		LastAttempt:  w.clock.Now(),
 		Body:         t.o.Detail,
 	}
-	if err := w.q.DeadLetter(t.b, d); err != nil {
+	if err := w.q.DeadLetter(w.storeCtx(), t.b, d); err != nil {
 		w.log.Error("dead-letter a batch; it stays queued", "error", err)
 		return next{kind: nextPause, err: err}
 	}

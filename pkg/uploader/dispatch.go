@@ -91,7 +91,7 @@ func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) 
 		}
 	}
 	if last == nil {
-		b, err := w.q.Lease(s.batch.MaxEvents, s.leaseBytes)
+		b, err := w.q.Lease(w.runCtx, s.batch.MaxEvents, s.leaseBytes)
 		if err != nil {
 			w.log.Error("lease a batch", "error", err)
 			return nil, false
@@ -122,7 +122,7 @@ func (w *worker) carry(l *lease) int {
 	work := []*queue.Batch{l.b}
 	for len(work) > 0 {
 		cur := work[0]
-		bud.Restore(cur.Retry)
+		bud.Restore(w.q.RetryState(cur))
 		if cur == l.b && w.prep != nil && bud.Attempts() == 0 {
 			pre = w.prep.Prepare(cur.Events) // a batch's first attempt only: a retry builds anew
 		}
@@ -150,7 +150,7 @@ func (w *worker) ackNow(b *queue.Batch, info BatchInfo) next {
 		err = w.ackFault()
 	}
 	if err == nil {
-		err = w.q.Ack(b)
+		err = w.q.Ack(w.storeCtx(), b)
 	}
 	if err != nil {
 		w.log.Error("ack a delivered batch; it will be sent again", "events", info.Events, "error", err)

@@ -226,6 +226,12 @@ func (w *worker) retryWait(n next) bool {
 	return w.runCtx.Err() == nil
 }
 
+// storeCtx is the context of the worker's writes to the queue (an ack, a dead letter, a retry
+// state): the worker's own, without its cancellation at Close's deadline, so that a batch the
+// destination accepted just before it still leaves the queue (the store's writer bounds the
+// commit on its own; Close waits for it).
+func (w *worker) storeCtx() context.Context { return context.WithoutCancel(w.runCtx) }
+
 // stopping reports whether Close was called.
 func (w *worker) stopping() bool {
 	select {
