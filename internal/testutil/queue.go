@@ -42,7 +42,7 @@ func DrainAll(t testing.TB, q *queue.Queue) [][]byte {
 			return out
 		}
 		out = append(out, b.Events...)
-		if err := q.Ack(context.Background(), b); err != nil {
+		if err := b.Ack(context.Background()); err != nil {
 			t.Fatalf("ack: %v", err)
 		}
 	}

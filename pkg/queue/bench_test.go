@@ -159,7 +159,7 @@ func BenchmarkDrain(b *testing.B) {
 			break
 		}
 		drained += bt.Len()
-		if err := q.Ack(context.Background(), bt); err != nil {
+		if err := bt.Ack(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -93,10 +93,10 @@ func TestCrashChild(t *testing.T) {
 		}
 		say("L " + strings.Join(ids, ","))
 		if n%3 == 2 {
-			err = q.DeadLetter(context.Background(), b, queue.DeadInfo{Reason: "test"})
+			err = b.DeadLetter(context.Background(), queue.DeadInfo{Reason: "test"})
 			say("D " + ids[0])
 		} else {
-			err = q.Ack(context.Background(), b)
+			err = b.Ack(context.Background())
 			say("A " + ids[0])
 		}
 		if err != nil {

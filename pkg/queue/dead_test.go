@@ -22,7 +22,7 @@ func TestQueue_DeadLetter_MovesBatchWithInfoAndReplaysAtTail(t *testing.T) {
 	at := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
 	info := queue.DeadInfo{Reason: "rejected", ErrorClass: "status", Status: 400, Attempts: 2,
 		FirstAttempt: at, LastAttempt: at.Add(time.Second), Body: bytes.Repeat([]byte("b"), 5000)}
-	if err := q.DeadLetter(context.Background(), b, info); err != nil {
+	if err := b.DeadLetter(context.Background(), info); err != nil {
 		t.Fatal(err)
 	}
 	st := q.Stats()
@@ -65,7 +65,7 @@ func TestQueue_DeadPurgeAndUnknownID(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		_ = q.Enqueue(ctx, ev(i))
 		b, _ := q.Lease(context.Background(), 1, 1<<20)
-		_ = q.DeadLetter(context.Background(), b, queue.DeadInfo{Reason: "x"})
+		_ = b.DeadLetter(context.Background(), queue.DeadInfo{Reason: "x"})
 	}
 	list, _ := q.DeadList()
 	if n, err := q.DeadPurge(ctx, list[1].ID); n != 1 || err != nil {
@@ -94,7 +94,7 @@ func TestQueue_DeadMaxBytesDropsOldestDeadBatches(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		b, _ := q.Lease(context.Background(), 3, 1<<20)
-		_ = q.DeadLetter(context.Background(), b, queue.DeadInfo{Reason: "x"})
+		_ = b.DeadLetter(context.Background(), queue.DeadInfo{Reason: "x"})
 	}
 	st := q.Stats()
 	if st.DeadBatches != 1 || st.DeadEvents != 3 || st.Dropped["dead_overflow"] != 6 {

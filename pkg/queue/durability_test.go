@@ -32,7 +32,7 @@ func TestQueue_SyncedCommitsFollowQueueSync(t *testing.T) {
 			if err != nil || b == nil {
 				t.Fatalf("lease: %v %v", b, err)
 			}
-			if err := q.Ack(context.Background(), b); err != nil {
+			if err := b.Ack(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			check := func(when string) {
@@ -61,7 +61,7 @@ func TestQueue_SyncedCommitsFollowQueueSync(t *testing.T) {
 			if err != nil || b == nil {
 				t.Fatalf("lease: %v %v", b, err)
 			}
-			if err := q.Ack(context.Background(), b); err != nil {
+			if err := b.Ack(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			check("after reopen")

@@ -185,7 +185,7 @@ func TestEnqueueAsync_CallerMayReuseItsBufferAtOnce(t *testing.T) {
 					continue
 				}
 				evs = append(evs, append([]byte(nil), b.Events[0]...))
-				if err := q.Ack(context.Background(), b); err != nil {
+				if err := b.Ack(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -22,7 +22,7 @@ func enqueueN(t *testing.T, q *queue.Queue, first, n int) {
 }
 
 // wantEvents fails unless b holds events first … first+n-1 in order.
-func wantEvents(t *testing.T, b *queue.Batch, first, n int) {
+func wantEvents(t *testing.T, b *queue.Lease, first, n int) {
 	t.Helper()
 	if b == nil || b.Len() != n {
 		t.Fatalf("batch %v, want %d events from %d", b, n, first)
@@ -103,7 +103,7 @@ func TestQueue_LeaseAfter_IsWhatLeaseReturnsOnceThePreviousBatchIsAcked(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(context.Background(), b); err != nil {
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	head, err := q.Lease(context.Background(), 10, 1<<20)
@@ -113,10 +113,10 @@ func TestQueue_LeaseAfter_IsWhatLeaseReturnsOnceThePreviousBatchIsAcked(t *testi
 	wantEvents(t, head, 10, 10)
 	wantEvents(t, next, 10, 10)
 	// Ack and SaveRetry work on a batch from LeaseAfter once it is the head.
-	if err := q.SaveRetry(context.Background(), next, budget.State{Attempts: 2, Retries: 1}); err != nil {
+	if err := next.Retry(context.Background(), budget.State{Attempts: 2, Retries: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(context.Background(), next); err != nil {
+	if err := next.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if st := q.Stats(); st.Events != 10 {
@@ -132,7 +132,7 @@ func TestQueue_LeaseAfter_AfterARestartTheSavedHeadBatchComesFirst(t *testing.T)
 		t.Fatal(err)
 	}
 	saved := budget.State{Attempts: 3, Retries: 2}
-	if err := q.SaveRetry(context.Background(), b, saved); err != nil {
+	if err := b.Retry(context.Background(), saved); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {
@@ -145,7 +145,7 @@ func TestQueue_LeaseAfter_AfterARestartTheSavedHeadBatchComesFirst(t *testing.T)
 		t.Fatal(err)
 	}
 	wantEvents(t, head, 0, 12)
-	if st := q.RetryState(head); st.Attempts != saved.Attempts || st.Retries != saved.Retries {
+	if st := head.RetryState(); st.Attempts != saved.Attempts || st.Retries != saved.Retries {
 		t.Fatalf("head retry state %+v, want %+v", st, saved)
 	}
 	next, more, err := q.LeaseAfter(head, 5, 1<<20)
@@ -153,8 +153,8 @@ func TestQueue_LeaseAfter_AfterARestartTheSavedHeadBatchComesFirst(t *testing.T)
 		t.Fatal(err)
 	}
 	wantEvents(t, next, 12, 5)
-	if !more || q.RetryState(next) != (budget.State{}) {
-		t.Fatalf("the batch after the saved head: more %t, retry %+v; want more and a zero state", more, q.RetryState(next))
+	if !more || next.RetryState() != (budget.State{}) {
+		t.Fatalf("the batch after the saved head: more %t, retry %+v; want more and a zero state", more, next.RetryState())
 	}
 }
 
@@ -166,11 +166,11 @@ func TestQueue_LeaseAfter_CarriesTheSavedStateOfTheBatchItReturns(t *testing.T) 
 		t.Fatal(err)
 	}
 	h1, h2 := first.Split()
-	if err := q.Ack(context.Background(), h1); err != nil {
+	if err := h1.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	saved := budget.State{Attempts: 1}
-	if err := q.SaveRetry(context.Background(), h2, saved); err != nil { // h2 is the head now
+	if err := h2.Retry(context.Background(), saved); err != nil { // h2 is the head now
 		t.Fatal(err)
 	}
 	// A batch ending just before the saved head: what follows it is the saved batch, whole.
@@ -179,7 +179,7 @@ func TestQueue_LeaseAfter_CarriesTheSavedStateOfTheBatchItReturns(t *testing.T) 
 		t.Fatal(err)
 	}
 	wantEvents(t, next, 2, 2)
-	if st := q.RetryState(next); st.Attempts != 1 {
+	if st := next.RetryState(); st.Attempts != 1 {
 		t.Fatalf("retry state %+v, want the saved %+v", st, saved)
 	}
 }
@@ -187,7 +187,7 @@ func TestQueue_LeaseAfter_CarriesTheSavedStateOfTheBatchItReturns(t *testing.T) 
 func TestQueue_LeaseAfter_WithoutAPreviousBatchFails(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 3)
-	for _, prev := range []*queue.Batch{nil, {}} {
+	for _, prev := range []*queue.Lease{nil, {}} {
 		if _, _, err := q.LeaseAfter(prev, 10, 1<<20); !errors.Is(err, queue.ErrNoBatch) {
 			t.Errorf("LeaseAfter(%v) = %v, want ErrNoBatch", prev, err)
 		}

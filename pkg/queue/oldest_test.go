@@ -44,7 +44,7 @@ func wantOldest(t *testing.T, q *queue.Queue, want time.Time, what string) {
 	}
 }
 
-func leaseOne(t *testing.T, q *queue.Queue) *queue.Batch {
+func leaseOne(t *testing.T, q *queue.Queue) *queue.Lease {
 	t.Helper()
 	b, err := q.Lease(context.Background(), 1, 1<<20)
 	if err != nil || b == nil {
@@ -73,11 +73,11 @@ func TestQueue_Oldest_IsTheHeadsIntakeTimeToTheMillisecond(t *testing.T) {
 	enqueueAt(ms(2250), ev(5))
 	wantOldest(t, q, ms(853), "later enqueues leave the head alone")
 
-	if err := q.Ack(context.Background(), leaseOne(t, q)); err != nil {
+	if err := leaseOne(t, q).Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	wantOldest(t, q, ms(1120), "after Ack of the head")
-	if err := q.Ack(context.Background(), leaseOne(t, q)); err != nil {
+	if err := leaseOne(t, q).Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	wantOldest(t, q, ms(1120), "after Ack of the first event of a two-event enqueue")
@@ -87,10 +87,10 @@ func TestQueue_Oldest_IsTheHeadsIntakeTimeToTheMillisecond(t *testing.T) {
 	if err != nil || b2 == nil {
 		t.Fatalf("lease after: %v, %v", b2, err)
 	}
-	if err := q.Ack(context.Background(), b2); err != nil { // out of order: the head stays
+	if err := b2.Ack(context.Background()); err != nil { // out of order: the head stays
 		t.Fatal(err)
 	}
-	if err := q.Ack(context.Background(), b1); err != nil {
+	if err := b1.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	wantOldest(t, q, ms(1900), "after the Acks of two batches, out of order")
@@ -103,7 +103,7 @@ func TestQueue_Oldest_IsTheHeadsIntakeTimeToTheMillisecond(t *testing.T) {
 	wantOldest(t, q, ms(1000), "after reopening, an event from before")
 	enqueueAt(ms(3333), ev(6))
 	for _, want := range []time.Time{ms(2000), ms(3333)} {
-		if err := q.Ack(context.Background(), leaseOne(t, q)); err != nil {
+		if err := leaseOne(t, q).Ack(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		wantOldest(t, q, want, "after reopening, acked the head")
@@ -133,7 +133,7 @@ func TestQueue_Oldest_ReplayedEventsCarryTheReplayTime(t *testing.T) {
 	if err := q.Enqueue(ctx, ev(0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.DeadLetter(context.Background(), leaseOne(t, q), queue.DeadInfo{Reason: "rejected"}); err != nil {
+	if err := leaseOne(t, q).DeadLetter(context.Background(), queue.DeadInfo{Reason: "rejected"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := q.Oldest(); ok {

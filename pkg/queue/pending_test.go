@@ -33,7 +33,7 @@ func TestQueue_Pending_MatchesStatsEventsBytesAndOldest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(context.Background(), b); err != nil {
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	check("after ack")

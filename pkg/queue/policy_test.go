@@ -35,7 +35,7 @@ func TestQueue_Enqueue_BlockWaitsForRoomOrCtx(t *testing.T) {
 	default:
 	}
 	b, _ := q.Lease(context.Background(), 1, 1<<20)
-	if err := q.Ack(context.Background(), b); err != nil {
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -107,27 +107,27 @@ func TestQueue_SaveRetry_RestoresSameHeadBatchAfterRestart(t *testing.T) {
 	b, _ := q.Lease(context.Background(), 4, 1<<20)
 	start := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	st := budget.State{Attempts: 3, Retries: 2, BackoffStart: start}
-	if err := q.SaveRetry(context.Background(), b, st); err != nil {
+	if err := b.Retry(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
 	_ = q.Close()
 	q = testutil.MustOpenQueueAt(t, dir, queue.Config{})
 	b, _ = q.Lease(context.Background(), 100, 1<<20)
-	if got := q.RetryState(b); b.Len() != 4 || got.Attempts != 3 || got.Retries != 2 || !got.BackoffStart.Equal(start) || !got.RateLimitStart.IsZero() {
+	if got := b.RetryState(); b.Len() != 4 || got.Attempts != 3 || got.Retries != 2 || !got.BackoffStart.Equal(start) || !got.RateLimitStart.IsZero() {
 		t.Fatalf("restored lease: %d events, retry %+v; want the saved 4-event batch with its state", b.Len(), got)
 	}
 	l, r := b.Split()
-	if l.Len() != 2 || r.Len() != 2 || q.RetryState(l) != (budget.State{}) || q.RetryState(r) != (budget.State{}) {
-		t.Fatalf("split: %d/%d, retry %+v %+v", l.Len(), r.Len(), q.RetryState(l), q.RetryState(r))
+	if l.Len() != 2 || r.Len() != 2 || l.RetryState() != (budget.State{}) || r.RetryState() != (budget.State{}) {
+		t.Fatalf("split: %d/%d, retry %+v %+v", l.Len(), r.Len(), l.RetryState(), r.RetryState())
 	}
-	if err := q.Ack(context.Background(), l); err != nil {
+	if err := l.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = q.Lease(context.Background(), 100, 1<<20)
-	if b.Len() != 8 || q.RetryState(b) != (budget.State{}) || string(b.Events[0]) != string(ev(2)) {
-		t.Fatalf("after acking the left half: %d events, retry %+v", b.Len(), q.RetryState(b))
+	if b.Len() != 8 || b.RetryState() != (budget.State{}) || string(b.Events[0]) != string(ev(2)) {
+		t.Fatalf("after acking the left half: %d events, retry %+v", b.Len(), b.RetryState())
 	}
-	if err := q.Ack(context.Background(), b); err != nil {
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	_ = q.Close()
@@ -160,7 +160,7 @@ func TestQueue_NotifyAndOldestFollowIntake(t *testing.T) {
 		t.Fatalf("Oldest = %v, %v", o, ok)
 	}
 	b, _ := q.Lease(context.Background(), 1, 1<<20)
-	_ = q.Ack(context.Background(), b)
+	_ = b.Ack(context.Background())
 	if o, _ := q.Oldest(); !o.Equal(now) || !q.Stats().Oldest.Equal(now) {
 		t.Fatalf("Oldest after acking the head = %v, want %v", o, now)
 	}

@@ -7,14 +7,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
 // Batch is a leased run of events from the head of the queue: the store's batch itself, so a
 // lease hands the consumer what the store read, with nothing converted. Its Release, Len and
-// Split are store.Batch's; RetryState decodes the state SaveRetry saved for it before a restart.
+// Split are store.Batch's; a Lease (lease.go) is a Batch that owns its ack.
 type Batch = store.Batch
 
 // Stats is the store's snapshot of the queue's counters (Queue.Stats).
@@ -26,7 +25,7 @@ func DropReasons() []string { return store.DropReasons() }
 
 // Queue is the durable FIFO of one data directory. Enqueue is safe for
 // concurrent use. Lease and LeaseAfter assume a single consumer, which may settle the
-// batches it holds (Ack, DeadLetter, SaveRetry) from several goroutines, in any order.
+// leases it holds (Lease.Ack, Lease.DeadLetter, Lease.Retry) from several goroutines, in any order.
 type Queue struct {
 	s      *store.Store
 	cfg    Config
@@ -92,35 +91,9 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 // empty. It does not block and does not remove anything: the batch stays at
 // the head until Ack or DeadLetter. After a restart a batch whose retry state was
 // saved comes back whole, with that state (RetryState).
-func (q *Queue) Lease(ctx context.Context, maxEvents, maxBytes int) (*Batch, error) {
-	return q.s.Head(ctx, maxEvents, maxBytes)
-}
-
-// Ack deletes the batch's events (and its retry state) in one transaction.
-func (q *Queue) Ack(ctx context.Context, b *Batch) error {
-	if b == nil || len(b.Keys()) == 0 {
-		return nil
-	}
-	if err := q.s.Delete(ctx, b.Keys()); err != nil {
-		return fmt.Errorf("ack: %w", err)
-	}
-	return nil
-}
-
-// SaveRetry persists st as the retry state of b, a batch in flight (leased and not yet
-// acked or dead-lettered); after a restart Lease or LeaseAfter returns the same batch,
-// carrying st (RetryState). The queue encodes it; the store keeps the bytes. It is ignored
-// when b has left the queue.
-func (q *Queue) SaveRetry(ctx context.Context, b *Batch, st budget.State) error {
-	if b == nil || len(b.Keys()) == 0 {
-		return nil
-	}
-	enc := encodeRetry(st)
-	if err := q.s.SaveRetry(ctx, b.Keys()[0], len(b.Keys()), enc); err != nil {
-		return fmt.Errorf("save retry state: %w", err)
-	}
-	b.Retry = enc
-	return nil
+func (q *Queue) Lease(ctx context.Context, maxEvents, maxBytes int) (*Lease, error) {
+	b, err := q.s.Head(ctx, maxEvents, maxBytes)
+	return q.lease(b), err
 }
 
 // Notify returns a channel signalled (without blocking; buffer 1) after each
@@ -166,10 +139,11 @@ func (q *Queue) Stats() Stats { return q.s.Stats() }
 // b is nil when nothing follows prev. It is nil with more true when the event after prev
 // fails its checksum: Lease, once prev has left the queue, removes that event and goes on.
 // A nil or empty prev returns ErrNoBatch.
-func (q *Queue) LeaseAfter(prev *Batch, maxEvents, maxBytes int) (b *Batch, more bool, err error) {
-	if prev == nil || len(prev.Keys()) == 0 {
+func (q *Queue) LeaseAfter(prev *Lease, maxEvents, maxBytes int) (l *Lease, more bool, err error) {
+	if prev.empty() {
 		return nil, false, ErrNoBatch
 	}
 	keys := prev.Keys()
-	return q.s.ReadAfter(keys[len(keys)-1], maxEvents, maxBytes)
+	b, more, err := q.s.ReadAfter(keys[len(keys)-1], maxEvents, maxBytes)
+	return q.lease(b), more, err
 }

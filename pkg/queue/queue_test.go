@@ -35,7 +35,7 @@ func TestQueue_EnqueueLeaseAck_FIFOAcrossRestart(t *testing.T) {
 			t.Fatalf("event %d = %s", i, e)
 		}
 	}
-	if err := q.Ack(context.Background(), b); err != nil {
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {

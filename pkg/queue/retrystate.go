@@ -2,7 +2,6 @@ package queue
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
@@ -44,18 +43,4 @@ func fromUnixNano(n int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, n)
-}
-
-// RetryState returns the retry state saved for b (SaveRetry), zero when none. One that cannot
-// be read is logged and read as zero, so that the batch retries afresh.
-func (q *Queue) RetryState(b *Batch) budget.State {
-	if b == nil || b.Retry == nil {
-		return budget.State{}
-	}
-	st, err := decodeRetry(b.Retry)
-	if err != nil {
-		q.log.Warn("saved retry state unreadable; starting afresh", "error", fmt.Errorf("retry state: %w", err))
-		return budget.State{}
-	}
-	return st
 }

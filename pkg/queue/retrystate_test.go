@@ -52,7 +52,7 @@ func TestRetryState_DecodesWhatWasSaved_AnUnreadableOneStartsAfresh(t *testing.T
 			if err != nil {
 				t.Fatal(err)
 			}
-			st := q.RetryState(b)
+			st := b.RetryState()
 			if b.Len() != 2 || st.Attempts != tt.want.Attempts || st.Retries != tt.want.Retries ||
 				!st.BackoffStart.Equal(tt.want.BackoffStart) || !st.RateLimitStart.Equal(tt.want.RateLimitStart) {
 				t.Fatalf("lease of %d events with state %+v; want the saved 2 with %+v", b.Len(), st, tt.want)

@@ -100,7 +100,7 @@ func TestQueue_DeadReplay_OverMaxBytesIsErrTooLarge(t *testing.T) {
 		}
 	}
 	b, _ := q.Lease(context.Background(), 4, 1<<20)
-	if err := q.DeadLetter(context.Background(), b, queue.DeadInfo{Reason: "rejected"}); err != nil {
+	if err := b.DeadLetter(context.Background(), queue.DeadInfo{Reason: "rejected"}); err != nil {
 		t.Fatal(err)
 	}
 	_ = q.Close()

@@ -1,8 +1,8 @@
 package store
 
 // Batch is a run of events from the head of the queue (Head) or after a batch (ReadAfter),
-// copied out of bbolt: the one batch type from the store to the destination (pkg/queue and
-// pkg/uploader name it queue.Batch). It holds no reference into bbolt's memory map.
+// copied out of bbolt: the one batch type from the store to the destination (pkg/queue's
+// Lease wraps it with what settles it). It holds no reference into bbolt's memory map.
 type Batch struct {
 	Events [][]byte // stored bytes, ascending by key, owned by the caller
 	Bytes  int      // sum of len(Events)

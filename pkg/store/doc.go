@@ -6,8 +6,8 @@
 // to keep are asked of the Policy its owner (pkg/queue) gives it.
 //
 // Its types are the ones every layer above uses, so that nothing converts them on
-// the way to the destination: Batch (a lease; pkg/queue and pkg/uploader name it
-// queue.Batch) with its saved retry state, DeadBatch with its DeadInfo, Stats
+// the way to the destination: Batch (pkg/queue's Lease wraps it) with its saved
+// retry state, DeadBatch with its DeadInfo, Stats
 // and the drop reasons. A batch's retry state is opaque bytes here (SaveRetry):
 // pkg/queue owns its encoding. A dead batch's DeadInfo (MoveDead) is saved as
 // JSON (dead.go).

@@ -32,7 +32,7 @@ type next struct {
 // attempt makes one attempt of b, admitted by the gate, tells the gate how it ended, and
 // routes its outcome. pre, when not nil, is a payload built ahead for it, which the
 // destination owns once passed. l is the lease b belongs to.
-func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pre any, l *lease) next {
+func (w *worker) attempt(b *queue.Lease, bud *budget.Budget, first time.Time, pre any, l *lease) next {
 	id := l.seq
 	if w.runCtx.Err() != nil {
 		w.gate.finish(id, nil, 0)
@@ -52,7 +52,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 		if o.Written {
 			st := bud.State()
 			st.Attempts++
-			if err := w.q.SaveRetry(w.storeCtx(), b, st); err != nil {
+			if err := b.Retry(w.storeCtx(), st); err != nil {
 				w.log.Warn("save retry state", "error", err)
 			}
 		}
@@ -84,7 +84,7 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 
 // tried is one attempt of a batch as route sees it.
 type tried struct {
-	b     *queue.Batch
+	b     *queue.Lease
 	bud   *budget.Budget
 	o     delivery.Outcome
 	info  BatchInfo
@@ -130,7 +130,7 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 	if spent != nil {
 		return w.dead(t, fmt.Sprintf("%v (last: %s)", spent, describe(t.o)))
 	}
-	if err := w.q.SaveRetry(w.storeCtx(), t.b, t.bud.State()); err != nil {
+	if err := t.b.Retry(w.storeCtx(), t.bud.State()); err != nil {
 		w.log.Warn("save retry state", "error", err)
 	}
 	if path == PathRateLimit {
@@ -173,7 +173,7 @@ func (w *worker) dead(t *tried, reason string) next {
 		LastAttempt:  w.clock.Now(),
 		Body:         t.o.Detail,
 	}
-	if err := w.q.DeadLetter(w.storeCtx(), t.b, d); err != nil {
+	if err := t.b.DeadLetter(w.storeCtx(), d); err != nil {
 		w.log.Error("dead-letter a batch; it stays queued", "error", err)
 		return next{kind: nextPause, err: err}
 	}

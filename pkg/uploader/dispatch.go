@@ -27,7 +27,7 @@ func (w *worker) dispatch() bool {
 	defer w.board.set(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
 	type result struct{ kind, events, bytes int }
 	results := make(chan result, 1024) // more than upload.max_concurrency allows in flight
-	var last *queue.Batch
+	var last *queue.Lease
 	var held leased
 	stop := false
 	for {
@@ -82,7 +82,7 @@ func (h *leased) remove(events, bytes int) {
 // knows batch.interval, once nothing is in flight). Whether a full batch follows those held
 // is first judged from the queue's counters in memory, so that the wake-up of every Enqueue
 // does not cost a read of the batch after them while intake is slower than delivery.
-func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) {
+func (w *worker) leaseNext(last *queue.Lease, held leased) (*queue.Lease, bool) {
 	s := w.settings()
 	if last != nil && !w.stopping() && w.flushing.Load() == 0 {
 		events, bytes, _ := w.q.Pending()
@@ -119,10 +119,10 @@ func (w *worker) carry(l *lease) int {
 	defer w.gate.remove(l)
 	bud := budget.New(w.settings().retry, w.clock, w.rand)
 	var pre any
-	work := []*queue.Batch{l.b}
+	work := []*queue.Lease{l.b}
 	for len(work) > 0 {
 		cur := work[0]
-		bud.Restore(w.q.RetryState(cur))
+		bud.Restore(cur.RetryState())
 		if cur == l.b && w.prep != nil && bud.Attempts() == 0 {
 			pre = w.prep.Prepare(cur.Events) // a batch's first attempt only: a retry builds anew
 		}
@@ -144,13 +144,13 @@ func (w *worker) carry(l *lease) int {
 // of one the next batch starts only once this one has left the queue: acks in order. A
 // failed ack pauses the lease, which sends the batch again (a duplicate the collector
 // dedupes by messageId, never a loss).
-func (w *worker) ackNow(b *queue.Batch, info BatchInfo) next {
+func (w *worker) ackNow(b *queue.Lease, info BatchInfo) next {
 	var err error
 	if w.ackFault != nil {
 		err = w.ackFault()
 	}
 	if err == nil {
-		err = w.q.Ack(w.storeCtx(), b)
+		err = b.Ack(w.storeCtx())
 	}
 	if err != nil {
 		w.log.Error("ack a delivered batch; it will be sent again", "events", info.Events, "error", err)
@@ -178,7 +178,7 @@ func (w *worker) releasePayload(payload any) {
 // followed it), may be sent at once: it is what waitDue would decide had the worker gone back
 // to the head (the queue held batch.max_events or batch.max_bytes after them, a Flush, or
 // Close). A smaller tail batch goes back through waitDue, which knows the interval.
-func (w *worker) dueNext(b *queue.Batch, more bool, s *settings) bool {
+func (w *worker) dueNext(b *queue.Lease, more bool, s *settings) bool {
 	if b == nil || len(b.Events) == 0 {
 		return false
 	}

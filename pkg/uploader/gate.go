@@ -40,7 +40,7 @@ type gate struct {
 // lease is one batch in flight under the gate.
 type lease struct {
 	seq uint64
-	b   *queue.Batch
+	b   *queue.Lease
 }
 
 func newGate(cfg UploadConfig, bound int, clock budget.Clock) *gate {
@@ -122,7 +122,7 @@ func (g *gate) inFlight() int {
 }
 
 // add registers a newly leased batch, the newest in flight.
-func (g *gate) add(b *queue.Batch) *lease {
+func (g *gate) add(b *queue.Lease) *lease {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	id := g.slots.add()

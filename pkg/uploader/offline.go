@@ -48,7 +48,7 @@ func (o *Offline) Head(n int) (Head, error) {
 	if err != nil || b == nil {
 		return Head{}, err
 	}
-	st := o.q.RetryState(b)
+	st := b.RetryState()
 	return Head{Events: b.Events, Attempts: st.Attempts, Retries: st.Retries}, nil
 }
 

@@ -105,8 +105,8 @@ func TestWorker_Pipelined_CloseDuringAnInFlightBatchLeavesTheUnsentBatchesOnDisk
 	if err != nil || head == nil {
 		t.Fatalf("Lease after Close: %v, %v", head, err)
 	}
-	if got := eventIDs(t, head.Events); !slices.Equal(got, ids(2, 2)) || q.RetryState(head).Attempts != 1 {
-		t.Errorf("head batch %v with %d attempts; want the cut batch %v, its written attempt counted", got, q.RetryState(head).Attempts, ids(2, 2))
+	if got := eventIDs(t, head.Events); !slices.Equal(got, ids(2, 2)) || head.RetryState().Attempts != 1 {
+		t.Errorf("head batch %v with %d attempts; want the cut batch %v, its written attempt counted", got, head.RetryState().Attempts, ids(2, 2))
 	}
 	next, _, err := q.LeaseAfter(head, 10, 1<<20)
 	if err != nil || next == nil {

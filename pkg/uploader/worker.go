@@ -146,7 +146,7 @@ func (w *worker) waitDue() bool {
 // until it leaves the queue (nil parts) or is split (its two halves, to be sent in order).
 // pre, when not nil, is a payload built ahead for the first attempt. Every attempt first
 // passes the gate.
-func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l *lease) (parts []*queue.Batch, kind int) {
+func (w *worker) attemptUntilDone(b *queue.Lease, bud *budget.Budget, pre any, l *lease) (parts []*queue.Lease, kind int) {
 	first := w.clock.Now()
 	for {
 		held, ok := w.admit(l)
@@ -162,7 +162,7 @@ func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l
 			return nil, nextDone
 		case nextSplit:
 			h1, h2 := b.Split()
-			return []*queue.Batch{h1, h2}, nextDone
+			return []*queue.Lease{h1, h2}, nextDone
 		case nextWait:
 			w.gate.setWaiting(l, true) // the other batches go on meanwhile
 			ok := w.retryWait(next)
