@@ -39,10 +39,23 @@ func (w *worker) attempt(b *queue.Lease, bud *budget.Budget, first time.Time, pr
 		w.releasePayload(pre)
 		return next{kind: nextStop}
 	}
+	// Forget (forget.go): no send starts while a forget runs, and a batch read before one goes
+	// without the events it deleted; a batch left with none has left the queue.
+	events, ok := w.forgets.beginSend(w.runCtx, b, &pre, w.releasePayload)
+	switch {
+	case !ok:
+		w.gate.finish(id, nil, 0)
+		w.releasePayload(pre)
+		return next{kind: nextStop}
+	case events == nil:
+		w.gate.finish(id, nil, 0)
+		return next{kind: nextDone}
+	}
 	retryCount := bud.Attempts()
 	ctx, cancel := context.WithTimeout(w.runCtx, w.settings().timeout)
 	start := time.Now()
-	o := w.dest.Send(ctx, delivery.Batch{Events: b.Events, Retry: retryCount, Prepared: pre})
+	o := w.dest.Send(ctx, delivery.Batch{Events: events, Retry: retryCount, Prepared: pre})
+	w.forgets.endSend()
 	took := time.Since(start)
 	cancel()
 	if w.runCtx.Err() != nil {

@@ -40,6 +40,8 @@ type worker struct {
 	// oneAtATime: the destination takes one batch at a time (no BoundedDestination).
 	oneAtATime bool
 
+	forgets forgetGate // holds sends while Client.Forget runs (forget.go)
+
 	ackFault func() error // options.ackFault
 }
 
