@@ -12,6 +12,8 @@
 //	POST /v1/flush[?wait=30s]           upload now; with wait, answer when done (FlushResult)
 //	GET  /v1/dead, /v1/dead/{id}        dead-letter batches
 //	POST /v1/dead/replay, /v1/dead/purge  {"ids":[...]} or {"all":true}
+//	POST /v1/forget                     {"user_ids":[...],"anonymous_ids":[...],"suppress"?,"unsuppress"?}:
+//	                                    delete those users' queued and dead-lettered events (ForgetResult)
 //	GET  /healthz, /readyz, /metrics    open: probes and scrapers
 //
 // Every route except the last three requires a credential when one is configured: one of

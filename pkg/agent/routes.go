@@ -33,6 +33,7 @@ func (a *Agent) routes() http.Handler {
 	guarded("GET /v1/dead/{id}", "/v1/dead/{id}", a.handleDeadGet)
 	guarded("POST /v1/dead/replay", "/v1/dead/replay", a.handleDeadReplay)
 	guarded("POST /v1/dead/purge", "/v1/dead/purge", a.handleDeadPurge)
+	guarded("POST /v1/forget", "/v1/forget", a.handleForget)
 
 	open("GET /healthz", "/healthz", http.HandlerFunc(a.handleHealthz))
 	open("GET /readyz", "/readyz", http.HandlerFunc(a.handleReadyz))

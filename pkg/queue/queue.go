@@ -21,7 +21,8 @@ type Batch = store.Batch
 type Stats = store.Stats
 
 // DropReasons returns every reason an event may be dropped for, the keys Stats.Dropped may
-// hold: store.ReasonDropOldest, store.ReasonDeadOverflow and store.ReasonChecksum.
+// hold: store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum and
+// store.ReasonSuppressed.
 func DropReasons() []string { return store.DropReasons() }
 
 // Queue is the durable FIFO of one data directory. Enqueue is safe for

@@ -142,6 +142,14 @@
 // A record whose CRC fails at lease time is never returned: it is removed and
 // counted as dropped with reason "checksum".
 //
+// # Forget
+//
+// Forget (forget.go) deletes the events a matcher picks from the queue and the dead letters in
+// one transaction of the writer: it walks every record, deletes the queued ones as an ack does,
+// rewrites a dead batch that keeps some events under its id and deletes one that keeps none, and
+// clears the retry state of a batch that lost an event. CountDropped counts events dropped
+// before they reached the writer (reason "suppressed"); Salt keeps a random per-file key in meta.
+//
 // # Compaction
 //
 // bbolt never shrinks its file, but it reuses freed pages: while intake and

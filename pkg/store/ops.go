@@ -46,6 +46,10 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 			s.drop(w, ReasonChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
 		}
 		return clearRetry(b, r.keys[0], r.keys[0])
+	case opForget:
+		return s.applyForget(b, r, w)
+	case opSalt:
+		return applySalt(b, r)
 	case opFixCounts:
 		w.Events += r.delta.Events
 		w.Bytes += r.delta.Bytes

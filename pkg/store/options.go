@@ -42,10 +42,13 @@ const (
 	ReasonDropOldest   = "drop_oldest"   // evicted from the head by the when_full policy
 	ReasonDeadOverflow = "dead_overflow" // dead batch dropped past DeadMaxBytes
 	ReasonChecksum     = "checksum"      // record failed its CRC at lease time
+	ReasonSuppressed   = "suppressed"    // dropped at intake: its user is on the suppress list (CountDropped)
 )
 
 // DropReasons returns every drop reason, in the order above: the keys Stats.Dropped may hold.
-func DropReasons() []string { return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum} }
+func DropReasons() []string {
+	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonSuppressed}
+}
 
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {

@@ -55,8 +55,11 @@ type Store struct {
 	// yet taken into a group (see fillState).
 	awaitedQueued atomic.Int64
 
-	mu  sync.Mutex // guards pub
+	mu  sync.Mutex // guards pub and intakeDropped
 	pub writerState
+	// intakeDropped counts the events dropped before they reached the writer (CountDropped),
+	// by reason; never modified in place, like writerState.dropped.
+	intakeDropped map[string]int64
 
 	room atomic.Pointer[roomCh] // closed (and replaced) by the writer whenever bytes are freed
 }
@@ -298,8 +301,15 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	p := s.pub
+	early := s.intakeDropped
 	s.mu.Unlock()
 	p.dropped = maps.Clone(p.dropped) // the caller's own copy
+	for reason, n := range early {
+		if p.dropped == nil {
+			p.dropped = map[string]int64{}
+		}
+		p.dropped[reason] += n
+	}
 	st := Stats{
 		Events: p.Events, Bytes: p.Bytes, DeadBatches: p.DeadBatches, DeadEvents: p.DeadEvents,
 		DeadBytes: p.DeadBytes, Commits: p.commits, SyncedCommits: p.synced, Enqueued: p.enqueued, Compactions: p.compactions, Dropped: p.dropped, Sync: "always",

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
@@ -34,6 +35,11 @@ type Client struct {
 	closed bool       // Close has begun: Enqueue, EnqueueAsync and Flush return errs.ErrClosed
 	async  asyncState // EnqueueAsync's pending calls (async.go)
 
+	// priv is what intake applies of the privacy section (privacy.go); privMu serialises its
+	// changes: Forget, Unsuppress, ReloadSuppressList, Reconfigure.
+	priv   atomic.Pointer[privacy]
+	privMu sync.Mutex
+
 	reconf      sync.Mutex        // one Reconfigure at a time; guards the fields below
 	credentials string            // upload.write_key in use
 	headers     map[string]string // upload.headers in use
@@ -60,6 +66,13 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
+	priv, err := cfg.Privacy.load() // validated: only a file changed since can fail
+	if err != nil {
+		if o.destination != nil {
+			_ = o.destination.Close()
+		}
+		return nil, err
+	}
 	dest := o.destination
 	var hd *httpdest.Destination
 	if dest == nil {
@@ -81,6 +94,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		credentials: cfg.Upload.WriteKey,
 		headers:     maps.Clone(cfg.Upload.Headers),
 	}
+	c.priv.Store(priv)
 	q, err := queue.Open(cfg.DataDir, queueConfig(cfg, o))
 	if err != nil {
 		_ = dest.Close()

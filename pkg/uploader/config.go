@@ -64,6 +64,7 @@ type Config struct {
 	Retry   budget.Config `mapstructure:"retry"` // all zero → budget.DefaultConfig()
 	Queue   QueueConfig   `mapstructure:"queue"`
 	Dead    DeadConfig    `mapstructure:"dead"`
+	Privacy PrivacyConfig `mapstructure:"privacy"` // scrub rules and suppress list (privacy.go)
 }
 
 // LimitsConfig is the limits.* section.
@@ -276,6 +277,7 @@ func (c Config) Validate() error {
 	if err := c.Retry.Validate(); err != nil {
 		problems = append(problems, err)
 	}
+	problems = append(problems, c.Privacy.validate()...)
 	if len(problems) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"github.com/outboxhq/outbox/pkg/agent"
@@ -9,7 +9,7 @@ import (
 // configurations, and the key table below points each key at its one field in them: the
 // uploader's (data_dir, limits, upload, batch, retry, queue, dead), the agent's (ingest,
 // shutdown) and the log section, the only one that belongs to the binary. Defaults come from the
-// packages (defaultConfig); nothing is copied field by field.
+// packages (Default); nothing is copied field by field.
 type Config struct {
 	uploader.Config                   // data_dir, limits.*, upload.*, batch.*, retry.*, queue.*, dead.*
 	Agent           agent.Config      // ingest.*, shutdown.timeout (limits come from the uploader's)
@@ -24,8 +24,8 @@ type LogConfig struct {
 	Format string // text | json
 }
 
-// defaultConfig is every key's default: the packages' defaults, and the log section's.
-func defaultConfig() Config {
+// Default is every key's default: the packages' defaults, and the log section's.
+func Default() Config {
 	return Config{Config: uploader.DefaultConfig(), Agent: agent.DefaultConfig(), Log: LogConfig{Level: "info", Format: "text"},
 		Dest: defaultDestination()}
 }
@@ -49,7 +49,7 @@ const (
 )
 
 // keyDef describes one configuration key: its parser, where it lands in Config (its one field;
-// the default is that field's value in defaultConfig), and whether its value is a secret.
+// the default is that field's value in Default), and whether its value is a secret.
 type keyDef struct {
 	key    string
 	kind   kind
@@ -174,6 +174,12 @@ var keys = []keyDef{
 		help: "library only: bound on the event bytes EnqueueAsync has accepted and not yet committed; past it EnqueueAsync waits"},
 	{key: "dead.max_bytes", restart: rQueueOpen, kind: kindSize, min: 1, field: func(c *Config) any { return &c.Dead.MaxBytes },
 		help: "bound on dead-letter bytes; past it the oldest dead batches are dropped"},
+	{key: "privacy.rules", live: true, kind: kindList, field: func(c *Config) any { return &c.Privacy.Rules },
+		help: "scrub fields before events are stored, each path=action: context.ip=mask, traits.email=hash, properties.card=remove"},
+	{key: "privacy.hash_key_file", live: true, kind: kindString, field: func(c *Config) any { return &c.Privacy.HashKeyFile },
+		help: "file whose contents (at least 16 bytes) key the hash rules and forget's audit hashes; required by a hash rule"},
+	{key: "privacy.suppress_file", live: true, kind: kindString, field: func(c *Config) any { return &c.Privacy.SuppressFile },
+		help: "user ids whose events are dropped at intake, one per line; outbox forget --suppress adds to it; re-read on SIGHUP"},
 	{key: "shutdown.timeout", live: true, kind: kindDuration, min: 1, field: func(c *Config) any { return &c.Agent.ShutdownTimeout },
 		help: "on SIGTERM, how long the last upload pass may take before exiting"},
 	{key: "debug.pprof_listen", restart: "the profiling listener is bound at start", kind: kindString, flag: "pprof", field: func(c *Config) any { return &c.Debug.PprofListen },
