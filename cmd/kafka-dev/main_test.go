@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/outboxhq/outbox/internal/testutil"
 )
 
 func TestRun_BadFlags_AreRefusedBeforeAnythingStarts(t *testing.T) {
@@ -90,12 +91,7 @@ func TestMakeRunKafka_CtrlC_ExitsZero(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "outbox"), "github.com/outboxhq/outbox/cmd/outbox").CombinedOutput(); err != nil {
 		t.Fatalf("go build outbox: %v\n%s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := ln.Addr().String()
-	_ = ln.Close()
+	listen := testutil.FreeAddr(t)
 
 	var out lockedBuffer
 	cmd := exec.Command("make", "--no-print-directory", "-C", root, "-o", "build", "run-kafka", "BIN="+bin)
