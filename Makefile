@@ -61,6 +61,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMemberKey$$' -fuzztime $(FUZZTIME) ./pkg/kafka
 	$(GO) test -run '^$$' -fuzz '^FuzzScanBatch$$' -fuzztime $(FUZZTIME) ./pkg/sink
 	$(GO) test -run '^$$' -fuzz '^FuzzScanBatchEvents$$' -fuzztime $(FUZZTIME) ./pkg/sink
+	$(GO) test -run '^$$' -fuzz '^FuzzOpenSealed$$' -fuzztime $(FUZZTIME) ./pkg/store/internal/format
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=5m

@@ -41,7 +41,8 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.Is(err, errs.ErrKeyMissing):
+		// A missing key is the configuration's to fix, like a bad value: restarting does not help.
 		return exitUsage
 	case errors.As(err, &ce):
 		return exitDamaged

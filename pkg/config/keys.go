@@ -172,6 +172,8 @@ var keys = []keyDef{
 		help: "always = fsync every commit before answering 200; none = faster, loses recent events on power loss"},
 	{key: "queue.max_pending_bytes", restart: rQueueOpen, kind: kindSize, min: 1, field: func(c *Config) any { return &c.Queue.MaxPendingBytes },
 		help: "library only: bound on the event bytes EnqueueAsync has accepted and not yet committed; past it EnqueueAsync waits"},
+	{key: "queue.encryption.key_files", restart: rQueueOpen, kind: kindList, field: func(c *Config) any { return &c.Queue.Encryption.KeyFiles },
+		help: "files of 32 random bytes (outbox keygen) that seal queued events and dead letters with AES-256-GCM; the first seals, all open; empty = stored plain"},
 	{key: "dead.max_bytes", restart: rQueueOpen, kind: kindSize, min: 1, field: func(c *Config) any { return &c.Dead.MaxBytes },
 		help: "bound on dead-letter bytes; past it the oldest dead batches are dropped"},
 	{key: "privacy.rules", live: true, kind: kindList, field: func(c *Config) any { return &c.Privacy.Rules },

@@ -46,7 +46,7 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	policy := Policy(cfg)
 	s, err := store.Open(dir, store.Options{
 		NoSync: cfg.NoSync, Policy: policy, Logger: cfg.Logger, OnCommit: cfg.OnCommit,
-		OnDrop: cfg.OnDrop, OnCorrupt: cfg.OnCorrupt, Now: cfg.Now,
+		OnDrop: cfg.OnDrop, OnCorrupt: cfg.OnCorrupt, Now: cfg.Now, Keys: cfg.Keys,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)

@@ -41,9 +41,12 @@ func (s *Store) Forget(ctx context.Context, match func(event []byte) bool) (Forg
 // applyForget is Forget's part of the group's transaction.
 func (s *Store) applyForget(b buckets, r *request, w *writerState) error {
 	var keys [][]byte
+	var buf []byte // each event's payload, opened (a sealed record) or copied
 	c := b.events.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if p, err := format.DecodeRecord(v); err == nil && r.match(p) {
+		var p []byte
+		var err error
+		if buf, p, err = s.codec.Open(buf[:0], format.BucketEvents, k, v, &s.scratch); err == nil && r.match(p) {
 			keys = append(keys, append([]byte(nil), k...))
 		}
 	}
@@ -70,7 +73,7 @@ func (s *Store) forgetDead(b buckets, r *request, w *writerState) error {
 	var todo []rewrite
 	c := b.dead.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		p, err := format.DecodeRecord(v)
+		p, err := s.codec.Payload(format.BucketDead, k, v)
 		if err != nil {
 			continue
 		}
@@ -107,7 +110,7 @@ func (s *Store) forgetDead(b buckets, r *request, w *writerState) error {
 			continue
 		}
 		payload := format.EncodeDead(t.h.Info, t.keep)
-		if err := b.dead.Put(t.key, format.EncodeRecord(payload)); err != nil {
+		if err := b.dead.Put(t.key, s.codec.Encode(format.BucketDead, t.key, payload)); err != nil {
 			return err
 		}
 		h, _ := format.DecodeDeadHeader(payload)

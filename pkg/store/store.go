@@ -16,6 +16,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/store/fsck"
 	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -41,15 +42,17 @@ type Store struct {
 	notify   chan struct{}
 	failed   atomic.Pointer[CorruptError]
 	checking atomic.Bool
+	codec    format.Codec // seals and opens the records of events and dead (seal.go)
 
-	w            writerState   // owned by the writer goroutine
-	group        []*request    // owned by the writer goroutine: the requests of the transaction being built
-	held         *request      // owned by the writer goroutine: a compaction request taken, run after the group
-	pendingDrops []pendingDrop // owned by the writer goroutine
-	pendingRuns  []intakeRun   // owned by the writer goroutine: runs appended by this group
-	intake       intakeRing    // owned by the writer goroutine
-	cs           compactState  // owned by the writer goroutine
-	fill         fillState     // owned by the writer goroutine: how long a group waits for callers coming back
+	w            writerState    // owned by the writer goroutine
+	group        []*request     // owned by the writer goroutine: the requests of the transaction being built
+	held         *request       // owned by the writer goroutine: a compaction request taken, run after the group
+	pendingDrops []pendingDrop  // owned by the writer goroutine
+	pendingRuns  []intakeRun    // owned by the writer goroutine: runs appended by this group
+	intake       intakeRing     // owned by the writer goroutine
+	cs           compactState   // owned by the writer goroutine
+	fill         fillState      // owned by the writer goroutine: how long a group waits for callers coming back
+	scratch      format.Scratch // owned by the writer goroutine: the additional data of the record it seals or opens
 
 	// awaitedQueued counts the AppendAwaited requests handed to the writer's channel and not
 	// yet taken into a group (see fillState).
@@ -108,7 +111,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	s := &Store{
 		dir: dir, path: filepath.Join(dir, FileName), opt: opt, log: opt.Logger, lock: lock,
 		reqs: make(chan *request, maxQueued), quit: make(chan struct{}), stopped: make(chan struct{}),
-		notify: make(chan struct{}, 1),
+		notify: make(chan struct{}, 1), codec: format.NewCodec(opt.Keys),
 	}
 	s.room.Store(&roomCh{ch: make(chan struct{})})
 	checked, err := s.open()
@@ -158,19 +161,35 @@ func (s *Store) open() (checked *fsck.CheckResult, err error) {
 		}
 		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
+	// Which keys the records need, before anything is written: a missing key changes nothing.
+	ks, err := checkKeys(db, s.path, s.opt.Keys)
+	if err != nil {
+		_ = db.Close()
+		var me *keyring.MissingError
+		if errors.As(err, &me) {
+			return nil, err
+		}
+		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+	}
 	if size > 0 && !background {
-		res, err := fsck.CheckRecords(db, nil)
+		res, err := fsck.CheckRecords(db, s.opt.Keys, ks.sealPlain, nil)
 		if err != nil {
 			_ = db.Close()
 			return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 		}
 		checked = &res
 	}
-	if err := s.load(db); err != nil {
+	if err := s.load(db, ks.set); err != nil {
 		_ = db.Close()
 		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
 	s.db = db
+	if ks.sealPlain {
+		if err := s.sealPlain(db, ks.set); err != nil {
+			_ = db.Close()
+			return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+		}
+	}
 	if background {
 		s.checking.Store(true)
 		go s.backgroundCheck()
@@ -179,7 +198,7 @@ func (s *Store) open() (checked *fsck.CheckResult, err error) {
 }
 
 // load creates missing buckets and reads the counters, head and last key.
-func (s *Store) load(db *bolt.DB) (err error) {
+func (s *Store) load(db *bolt.DB, seal format.SealSet) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // db.Update has rolled back
@@ -196,6 +215,11 @@ func (s *Store) load(db *bolt.DB) (err error) {
 		meta := tx.Bucket(format.BucketMeta)
 		if meta.Get(format.MetaFormat) == nil {
 			if err := meta.Put(format.MetaFormat, format.EncodeRecord([]byte{1})); err != nil {
+				return err
+			}
+		}
+		if !sameSet(meta, seal) { // the keys this process seals with are named before it writes
+			if err := meta.Put(format.MetaSeal, format.EncodeRecord(format.EncodeSealSet(seal))); err != nil {
 				return err
 			}
 		}

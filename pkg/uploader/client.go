@@ -15,6 +15,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/event"
 	"github.com/outboxhq/outbox/pkg/httpdest"
 	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
 
 // Client is the embeddable uploader: a durable queue on a data directory and the one worker
@@ -95,7 +96,12 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		headers:     maps.Clone(cfg.Upload.Headers),
 	}
 	c.priv.Store(priv)
-	q, err := queue.Open(cfg.DataDir, queueConfig(cfg, o))
+	qc, err := queueConfig(cfg, o)
+	if err != nil {
+		_ = dest.Close()
+		return nil, err
+	}
+	q, err := queue.Open(cfg.DataDir, qc)
 	if err != nil {
 		_ = dest.Close()
 		return nil, fmt.Errorf("uploader: %w", err) // queue.Open says "open queue: …"
@@ -123,13 +129,18 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// queueConfig is the queue's part of cfg.
-func queueConfig(cfg Config, o options) queue.Config {
+// queueConfig is the queue's part of cfg, with the keys of queue.encryption.key_files read.
+func queueConfig(cfg Config, o options) (queue.Config, error) {
 	var now func() time.Time // nil: the queue's own default
 	if o.clock != nil {
 		now = o.clock.Now
 	}
+	keys, err := keyring.Load(cfg.Queue.Encryption.KeyFiles)
+	if err != nil {
+		return queue.Config{}, fmt.Errorf("uploader: %w: %w", errs.ErrInvalidConfig, &errs.KeyError{Key: "queue.encryption.key_files", Err: err})
+	}
 	return queue.Config{
+		Keys:         keys,
 		MaxBytes:     cfg.Queue.MaxBytes,
 		WhenFull:     queue.WhenFull(cfg.Queue.WhenFull),
 		NoSync:       cfg.Queue.Sync == "none",
@@ -139,7 +150,7 @@ func queueConfig(cfg Config, o options) queue.Config {
 		OnDrop:       o.hooks.OnDrop,
 		OnCorrupt:    o.hooks.OnCorrupt,
 		Now:          now,
-	}
+	}, nil
 }
 
 // Enqueue validates and normalises events (pkg/event: messageId, timestamp, context.library) and stores them durably; it

@@ -16,6 +16,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/event"
 	"github.com/outboxhq/outbox/pkg/httpdest"
 	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
 
 // Defaults of the configuration keys Config covers. A default that a lower package also applies
@@ -125,6 +126,15 @@ type QueueConfig struct {
 	// MaxPendingBytes bounds the normalised bytes EnqueueAsync has accepted and not yet
 	// handed back through done; past it EnqueueAsync waits for room. 0 → 16 MiB.
 	MaxPendingBytes int64 `mapstructure:"max_pending_bytes"`
+	// Encryption seals the stored events and dead letters at rest (queue.encryption.*).
+	Encryption EncryptionConfig `mapstructure:"encryption"`
+}
+
+// EncryptionConfig is the queue.encryption.* section.
+type EncryptionConfig struct {
+	// KeyFiles are files of 32 random bytes each (outbox keygen): the first seals every record
+	// written, every one opens. Empty: records are stored plain.
+	KeyFiles []string `mapstructure:"key_files"`
 }
 
 // DeadConfig is the dead.* section.
@@ -268,6 +278,9 @@ func (c Config) Validate() error {
 	qc := queue.Config{MaxBytes: c.Queue.MaxBytes, WhenFull: queue.WhenFull(c.Queue.WhenFull), DeadMaxBytes: c.Dead.MaxBytes}
 	if err := qc.Validate(); err != nil {
 		problems = append(problems, err)
+	}
+	if _, err := keyring.Load(c.Queue.Encryption.KeyFiles); err != nil {
+		problems = append(problems, &errs.KeyError{Key: "queue.encryption.key_files", Err: err})
 	}
 	switch c.Queue.Sync {
 	case "always", "none":
