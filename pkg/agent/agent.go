@@ -24,6 +24,7 @@ type Agent struct {
 	client  *uploader.Client
 	metrics *Metrics
 	auth    *authenticator
+	admin   *adminGate
 	body    *bodyReader
 	evOpts  event.Options
 	page    *statusPage
@@ -76,6 +77,7 @@ func New(cfg Config, client *uploader.Client, metrics *Metrics) (*Agent, error) 
 		client:   client,
 		metrics:  metrics,
 		auth:     newAuthenticator(cfg),
+		admin:    newAdminGate(cfg),
 		body:     newBodyReader(cfg.MaxRequestBytes),
 		evOpts:   event.Options{Limits: event.Limits{MaxEventBytes: cfg.MaxEventBytes}},
 		shutdown: make(chan struct{}),
@@ -138,7 +140,8 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	a.mu.Unlock()
 
 	a.log.Info("agent listening", "listen", ln.Addr().String(), "auth", a.auth.enabled(),
-		"tls", a.tls != nil, "mtls", a.cfg.TLS.mutual())
+		"admin", a.admin.mode(), "tls", a.tls != nil, "mtls", a.cfg.TLS.mutual(), "max_connections", a.cfg.MaxConnections)
+	ln = limitListener(ln, a.cfg.MaxConnections)
 	errc := make(chan error, 1)
 	go func() {
 		if srv.TLSConfig != nil {

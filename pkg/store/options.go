@@ -42,10 +42,11 @@ const (
 	ReasonDropOldest   = "drop_oldest"   // evicted from the head by the when_full policy
 	ReasonDeadOverflow = "dead_overflow" // dead batch dropped past DeadMaxBytes
 	ReasonChecksum     = "checksum"      // record failed its CRC at lease time
+	ReasonPurged       = "purged"        // dead batch deleted by an operator (Purge)
 )
 
 // DropReasons returns every drop reason, in the order above: the keys Stats.Dropped may hold.
-func DropReasons() []string { return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum} }
+func DropReasons() []string { return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonPurged} }
 
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {

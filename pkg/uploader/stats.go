@@ -28,7 +28,8 @@ type QueueStats struct {
 	OldestAge time.Duration // age of the oldest waiting event; 0 when empty
 	// Dropped counts events dropped since Open by reason (DropReasons): "drop_oldest" (evicted
 	// by queue.when_full: drop_oldest), "dead_overflow" (in a dead batch dropped past
-	// dead.max_bytes), "checksum" (a record that failed its CRC-32C; never uploaded).
+	// dead.max_bytes), "checksum" (a record that failed its CRC-32C; never uploaded), "purged" (in a
+	// dead batch an operator purged).
 	Dropped map[string]int64
 	// PendingEvents and PendingBytes are the events (and their normalised bytes) that
 	// EnqueueAsync accepted and whose done has not been called yet: not yet committed.
@@ -39,6 +40,10 @@ type QueueStats struct {
 func DropReasons() []string {
 	return queue.DropReasons()
 }
+
+// DropReasonPurged is the drop reason (a key of Stats.Queue.Dropped) of the events in dead
+// batches that DeadLetters.Purge deleted.
+const DropReasonPurged = queue.DropReasonPurged
 
 // DeadStats describes the dead letters.
 type DeadStats struct {
