@@ -46,7 +46,9 @@ const (
 )
 
 // DropReasons returns every drop reason, in the order above: the keys Stats.Dropped may hold.
-func DropReasons() []string { return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonPurged} }
+func DropReasons() []string {
+	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonPurged}
+}
 
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
