@@ -25,6 +25,10 @@ type Agent struct {
 	metrics *Metrics
 	auth    *authenticator
 	admin   *adminGate
+	refuse  *refusals
+	// preAuth holds one token per body-key request whose body is being read before its
+	// credential is known (ingest.go).
+	preAuth chan struct{}
 	body    *bodyReader
 	evOpts  event.Options
 	page    *statusPage
@@ -82,6 +86,13 @@ func New(cfg Config, client *uploader.Client, metrics *Metrics) (*Agent, error) 
 		evOpts:   event.Options{Limits: event.Limits{MaxEventBytes: cfg.MaxEventBytes}},
 		shutdown: make(chan struct{}),
 	}
+	now := time.Now
+	if cfg.Clock != nil {
+		now = cfg.Clock.Now
+	}
+	a.refuse = &refusals{log: a.log, now: now, counter: metrics.authRefused}
+	a.auth.refused = a.refuse.refused
+	a.preAuth = make(chan struct{}, maxPreAuthBodies)
 	a.baseCtx, a.cancelBase = context.WithCancel(context.Background())
 	metrics.setSource(func() gaugeValues { return gaugesFromStats(client.Stats()) })
 	if cfg.QueueMaxBytes > 0 {

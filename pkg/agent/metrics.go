@@ -37,6 +37,7 @@ type Metrics struct {
 	ingest         *prometheus.CounterVec
 	commitDuration prometheus.Histogram
 	reloads        *prometheus.CounterVec // outbox_config_reloads_total (reload.go)
+	authRefused    *prometheus.CounterVec // outbox_ingest_auth_refused_total (refusals.go)
 
 	source atomic.Pointer[func() gaugeValues] // gauge source, set by New
 }
@@ -101,6 +102,9 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		}
 	}
 	if err := m.registerReloads(); err != nil {
+		return nil, err
+	}
+	if err := m.registerRefusals(); err != nil {
 		return nil, err
 	}
 	return m, nil
