@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/sink"
@@ -42,7 +43,7 @@ func TestAdmin_TokenGuardsAdminRoutesAndTheCLISendsIt(t *testing.T) {
 	dir := t.TempDir()
 	a := startAgent(t, dir, s.URL()+"/v1/batch", map[string]string{"OUTBOX_BATCH_INTERVAL": "1h",
 		"OUTBOX_INGEST_WRITE_KEYS": "wk-app", "OUTBOX_ADMIN_TOKEN": "adm-e2e"})
-	a.waitLog(t, 0, "admin=admin_token")
+	a.waitLog(t, 10*time.Second, "admin=admin_token")
 	cwd := t.TempDir()
 
 	// The SDK write key, which apps embed, sends events but opens no admin route.
@@ -117,7 +118,7 @@ func TestAdmin_WithoutTokenRefusesReboundHostsAndCrossSitePurges(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("dead purge --all: exit %d, out %q, err %q", code, out, stderr)
 	}
-	a.waitLog(t, 0, `msg="admin action" action=dead_purge credential=loopback`, "batches=1 events=1")
+	a.waitLog(t, 10*time.Second, `msg="admin action" action=dead_purge credential=loopback`, "batches=1 events=1")
 	code, body = rawAdmin(t, "GET", a.url+"/metrics", "", nil)
 	if code != 200 || !strings.Contains(body, `outbox_events_dropped_total{reason="purged"} 1`) {
 		t.Errorf("metrics after the purge lack outbox_events_dropped_total{reason=\"purged\"} 1")

@@ -205,7 +205,9 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 			end, se = scanValue(b, m.valStart, 1)
 		}
 		if se != nil {
-			return p, badSyntax(se, "event")
+			bad := badSyntax(se, "event")
+			bad.Field = string(k) // the top-level field whose value holds the fault
+			return p, bad
 		}
 		if sp != nil {
 			*sp = span{m.valStart, end}
@@ -275,6 +277,9 @@ func walkNested(b []byte, start int, mo *mergeObj, wantLibrary bool) (end, n int
 func describe(b []byte) string {
 	if len(b) == 0 {
 		return "nothing"
+	}
+	if _, se := scanValue(b, 0, 0); se != nil {
+		return notJSON(se)
 	}
 	switch c := b[0]; {
 	case c == '"':
