@@ -61,4 +61,3 @@ func roughly(s string) string {
 	}
 	return s
 }
-

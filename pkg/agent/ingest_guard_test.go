@@ -57,7 +57,7 @@ func TestIngest_RefusedCredentialsAreCountedAndLoggedRateLimitedByHashOnly(t *te
 			t.Fatalf("wrong key %d: %d", i, r.code)
 		}
 	}
-	h.do(req{path: "/v1/track", body: []byte(trackEvent)})                                                      // none at all
+	h.do(req{path: "/v1/track", body: []byte(trackEvent)})                                                  // none at all
 	h.do(req{path: "/v1/batch", body: []byte(`{"writeKey":"wk-body-guess","batch":[` + trackEvent + `]}`)}) // in the body
 	clock.Advance(2 * time.Second)
 	h.do(req{path: "/v1/track", body: []byte(trackEvent), writeKey: "wk-stale"})
