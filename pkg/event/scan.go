@@ -80,11 +80,11 @@ func scanString(b []byte, i int) (end int, escaped bool, err *syntaxError) {
 		case c == '"':
 			return i + 1, escaped, nil
 		case c >= 0x80:
-			n := utf8Seq(b, i)
-			if n == 0 {
-				return 0, false, &syntaxError{i, "invalid UTF-8 in string (send text as UTF-8)"}
+			end, bad := utf8Run(b, i)
+			if bad >= 0 {
+				return 0, false, &syntaxError{bad, "invalid UTF-8 in string (send text as UTF-8)"}
 			}
-			i += n
+			i = end
 		case c == '\\':
 			escaped = true
 			if i+1 >= len(b) {

@@ -1,7 +1,9 @@
 package event
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -17,15 +19,46 @@ import (
 // scanner's eight-byte test flags a non-ASCII byte or an escape, and a number is parsed only
 // when it has an exponent or more digits than any finite double needs.
 
-// utf8Seq checks the UTF-8 sequence that starts at the non-ASCII byte b[i] and returns its
-// length; 0 when it is not valid UTF-8 (a stray continuation byte, a truncated or overlong
-// sequence, an encoded surrogate).
-func utf8Seq(b []byte, i int) int {
-	r, n := utf8.DecodeRune(b[i:])
-	if r == utf8.RuneError && n <= 1 {
-		return 0
+// utf8Run checks the string text from the non-ASCII byte b[i] up to the next byte the
+// string scanner must look at (a quote, a backslash or a control character, none of which can
+// be inside a UTF-8 sequence) and returns that byte's offset, or the end of b. The run is
+// checked whole by utf8.Valid, whose ASCII path takes eight bytes at a time: text in a
+// non-Latin script costs one pass, not a call per character. bad is the offset of the first
+// byte that is not valid UTF-8 (a stray continuation byte, a truncated or overlong sequence,
+// an encoded surrogate), or -1.
+func utf8Run(b []byte, i int) (end, bad int) {
+	end = i
+	for end+8 <= len(b) {
+		if m := specialASCII(binary.LittleEndian.Uint64(b[end:])); m != 0 {
+			end += bits.TrailingZeros64(m) >> 3
+			goto found
+		}
+		end += 8
 	}
-	return n
+	for end < len(b) && b[end] >= 0x20 && b[end] != '"' && b[end] != '\\' {
+		end++
+	}
+found:
+	if utf8.Valid(b[i:end]) {
+		return end, -1
+	}
+	for j := i; j < end; {
+		r, n := utf8.DecodeRune(b[j:end])
+		if r == utf8.RuneError && n <= 1 {
+			return end, j
+		}
+		j += n
+	}
+	return end, i // not reached: utf8.Valid and DecodeRune agree
+}
+
+// specialASCII is special (scan.go) without the flag of non-ASCII bytes: a quote, a
+// backslash or a control character.
+func specialASCII(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := w ^ (ones * '"')
+	bslash := w ^ (ones * '\\')
+	return ((quote-ones)&^quote | (bslash-ones)&^bslash | (w-ones*0x20)&^w) & highs
 }
 
 // hexValue returns the value of the four hex digits at b[i:i+4]; the caller checked them.
@@ -72,12 +105,52 @@ const maxFiniteDigits = 308
 // checkFinite reports whether the number b[start:end] (valid grammar), which has an exponent
 // or more than maxFiniteDigits digits, is a finite float64.
 func checkFinite(b []byte, start, end int) *syntaxError {
+	if surelyFinite(b[start:end]) {
+		return nil
+	}
 	f, err := strconv.ParseFloat(string(b[start:end]), 64)
 	if err != nil && math.IsInf(f, 0) {
 		return &syntaxError{start, "number " + abbreviate(b[start:end]) + " is beyond the range of a 64-bit float " +
 			"(about ±1.8e308), which no collector reads as a number (a string can carry it)"}
 	}
 	return nil
+}
+
+// surelyFinite reports, without parsing the number num (valid grammar), that it is below
+// 1e308: its integer digits and its exponent together say how many digits it has before the
+// point. false means "parse it to know".
+func surelyFinite(num []byte) bool {
+	i := 0
+	if num[0] == '-' {
+		i++
+	}
+	digits := 0 // integer digits, leading zeros not counted
+	for ; i < len(num) && isDigit(num[i]); i++ {
+		if digits > 0 || num[i] != '0' {
+			digits++
+		}
+	}
+	for i < len(num) && num[i] != 'e' && num[i] != 'E' {
+		i++
+	}
+	exp, neg := 0, false
+	if i < len(num) {
+		i++
+		if num[i] == '+' || num[i] == '-' {
+			neg = num[i] == '-'
+			i++
+		}
+		for ; i < len(num); i++ {
+			if exp > 1000 {
+				return neg // a huge negative exponent only underflows towards 0
+			}
+			exp = exp*10 + int(num[i]-'0')
+		}
+	}
+	if neg {
+		exp = -exp
+	}
+	return digits+exp <= maxFiniteDigits
 }
 
 // abbreviate returns a number's text, shortened when long.
