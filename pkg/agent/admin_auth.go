@@ -209,3 +209,16 @@ func adminCredentialOf(r *http.Request) string {
 	kind, _ := r.Context().Value(adminCredential{}).(string)
 	return kind
 }
+
+// LoopbackOnly returns h behind the check admin routes get without an admin credential: the
+// peer must be a loopback address and Host a loopback name, "localhost" or one of
+// allowedHosts (403 otherwise). outbox run puts its profiling server (debug.pprof_listen)
+// behind it, so that a web page cannot read profiles through DNS rebinding.
+func LoopbackOnly(h http.Handler, allowedHosts []string) http.Handler {
+	g := newAdminGate(Config{Admin: AdminConfig{AllowedHosts: allowedHosts}})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := g.admit(w, r); ok {
+			h.ServeHTTP(w, r)
+		}
+	})
+}
