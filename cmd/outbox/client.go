@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/config"
 	"github.com/spf13/cobra"
 )
 
@@ -33,7 +34,7 @@ func addAgentFlag(cmd *cobra.Command, p *string) {
 }
 
 // newAgentClient builds the client for --agent (or ingest.listen) with the configured credential.
-func (a *app) newAgentClient(cmd *cobra.Command, agentURL string) (*agentClient, *loadedConfig, error) {
+func (a *app) newAgentClient(cmd *cobra.Command, agentURL string) (*agentClient, *config.Loaded, error) {
 	lc, err := a.load(cmd)
 	if err != nil {
 		return nil, nil, err

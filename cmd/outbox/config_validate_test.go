@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,7 +67,7 @@ func TestConfigAndRun_RejectTheSameConfigurations_NamingKeysAndSources(t *testin
 			args = append(args, tc.args...)
 			// run must not reach the default data directory or listen address if it got that far.
 			env := append([]string{"OUTBOX_INGEST_LISTEN=127.0.0.1:0"}, tc.env...)
-			if !contains(tc.args, "--data-dir") && !strings.Contains(tc.file, "data_dir") {
+			if !slices.Contains(tc.args, "--data-dir") && !strings.Contains(tc.file, "data_dir") {
 				env = append(env, "OUTBOX_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
 			}
 			var msgs []string
@@ -89,15 +90,5 @@ func TestConfigAndRun_RejectTheSameConfigurations_NamingKeysAndSources(t *testin
 				t.Errorf("config and run disagree:\n config: %s\n run:    %s", msgs[0], msgs[1])
 			}
 		})
-	}
-}
-
-func TestConfig_EmptyDataDirVariable_CountsAsUnset(t *testing.T) {
-	out, err := runRoot(t, []string{"OUTBOX_DATA_DIR="}, "config")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := configLines(t, out)["data_dir"]; g != [2]string{`"./outbox-data"`, "default"} {
-		t.Errorf("data_dir = %v, want the default", g)
 	}
 }

@@ -50,3 +50,17 @@ func exitCode(err error) int {
 		return exitRuntime
 	}
 }
+
+// storeError returns the store's own message for a locked or corrupt data directory (it names
+// the fix: stop the other process, or `outbox recover`), without the wrapping layers above it.
+func storeError(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if _, ok := e.(*store.CorruptError); ok {
+			return e
+		}
+		if errors.Unwrap(e) == errs.ErrLocked {
+			return e
+		}
+	}
+	return err
+}

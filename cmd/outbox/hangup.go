@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/outboxhq/outbox/pkg/config"
 )
 
 // hangups is a subscription to SIGHUP for `outbox run`. Subscribing is what keeps a SIGHUP
@@ -27,10 +29,10 @@ func (a *app) watchHangups() *hangups {
 	return h
 }
 
-// serve answers each SIGHUP until Stop with a reload of the configuration (config_reload.go):
+// serve answers each SIGHUP until Stop with a reload of the configuration (config.Reloader):
 // the live keys change, the others are logged as needing a restart, an invalid configuration
 // is refused whole, and the TLS certificates are re-read.
-func (h *hangups) serve(log *slog.Logger, r *reloader) {
+func (h *hangups) serve(log *slog.Logger, r *config.Reloader) {
 	go func() {
 		for {
 			select {
@@ -38,7 +40,7 @@ func (h *hangups) serve(log *slog.Logger, r *reloader) {
 				return
 			case <-h.c:
 				log.Info("SIGHUP received: reloading the configuration")
-				r.reload()
+				r.Reload()
 			}
 		}
 	}()

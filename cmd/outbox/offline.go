@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/outboxhq/outbox/pkg/config"
 	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/spf13/cobra"
@@ -37,11 +38,11 @@ func stoppedDataDir(a *app, cmd *cobra.Command) (string, error) {
 
 // openOffline opens the data directory of a stopped agent. A running agent holds the directory
 // lock, so this fails at once with the store's "in use" message.
-func openOffline(c *Config) (*uploader.Offline, error) {
+func openOffline(c *config.Config) (*uploader.Offline, error) {
 	if err := checkDataDir(c.DataDir); err != nil {
 		return nil, err
 	}
-	d, err := uploader.OpenOffline(c.uploaderConfig())
+	d, err := uploader.OpenOffline(c.UploaderConfig())
 	if err != nil {
 		return nil, storeError(err)
 	}

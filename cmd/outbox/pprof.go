@@ -68,28 +68,3 @@ func (p *pprofServer) Close() {
 	}
 	<-p.done
 }
-
-// checkPprofListen refuses a debug.pprof_listen that is not a loopback host:port ("" is off).
-func checkPprofListen(addr string) error {
-	if addr == "" {
-		return nil
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:6060)", addr)
-	}
-	if !isLoopback(host) {
-		return fmt.Errorf("%q is not a loopback address; profiles expose the process's memory, so serve them on "+
-			"127.0.0.1 (e.g. 127.0.0.1:6060) and reach them over ssh -L if needed, or leave it empty to turn profiling off", addr)
-	}
-	return nil
-}
-
-// isLoopback reports whether host ("" meaning every interface) only listens on loopback.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}

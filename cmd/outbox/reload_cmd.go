@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/config"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 	"github.com/spf13/cobra"
@@ -133,15 +134,12 @@ func (o *reloadOptions) run(a *app, cmd *cobra.Command) error {
 func liveKeyList() string {
 	var b strings.Builder
 	line := " "
-	for i := range keys {
-		if !keys[i].live {
-			continue
-		}
-		if len(line)+len(keys[i].key)+2 > 96 {
+	for _, key := range config.LiveKeys() {
+		if len(line)+len(key)+2 > 96 {
 			b.WriteString(strings.TrimRight(line, " ") + "\n")
 			line = " "
 		}
-		line += " " + keys[i].key + ","
+		line += " " + key + ","
 	}
 	b.WriteString(strings.TrimSuffix(line, ","))
 	return b.String()

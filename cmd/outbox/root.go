@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/outboxhq/outbox/pkg/config"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -122,16 +123,20 @@ Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.`,
 	return root
 }
 
-// load reads the configuration for cmd (its flags included).
-func (a *app) load(cmd *cobra.Command) (*loadedConfig, error) {
-	return loadConfig(configInput{File: a.configFile, Environ: a.deps.Environ, Flags: cmd.Flags()})
+// load reads the configuration for cmd (its flags included). Its errors are usage errors.
+func (a *app) load(cmd *cobra.Command) (*config.Loaded, error) {
+	lc, err := config.Load(config.Input{File: a.configFile, Environ: a.deps.Environ, Flags: cmd.Flags()})
+	if err != nil {
+		return nil, &usageError{err: err}
+	}
+	return lc, nil
 }
 
 // logger builds the process logger (to stderr) from the log.* keys. Its level is the returned
 // LevelVar, which a reload sets.
-func (a *app) logger(c *Config) (*slog.Logger, *slog.LevelVar) {
+func (a *app) logger(c *config.Config) (*slog.Logger, *slog.LevelVar) {
 	level := new(slog.LevelVar)
-	if l, ok := parseLevel(c.Log.Level); ok { // validated by loadConfig
+	if l, ok := config.ParseLevel(c.Log.Level); ok { // validated by loadConfig
 		level.Set(l)
 	}
 	opts := &slog.HandlerOptions{Level: level}

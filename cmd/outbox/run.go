@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/config"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
@@ -67,7 +68,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	}
 	cfg := lc.Config
 	log, level := a.logger(&cfg)
-	lc.warnUnknownEnv(log)
+	lc.WarnUnknownEnv(log)
 	sigs := a.watchSignals()
 	defer sigs.Stop()
 	hups := a.watchHangups()
@@ -88,8 +89,8 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 
 	// a.load validated the configuration, the uploader's and agent's rules included (the one
 	// path `outbox config` shares); --dev only swaps in values that pass them.
-	ucfg := cfg.uploaderConfig()
-	acfg := cfg.agentConfig(log)
+	ucfg := cfg.UploaderConfig()
+	acfg := cfg.AgentConfig(log)
 	metrics, err := agent.NewMetrics(nil)
 	if err != nil {
 		return err
@@ -104,9 +105,9 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		default:
 		}
 	}
-	destOpts, err := cfg.destinationOptions(log)
+	destOpts, err := cfg.DestinationOptions(log)
 	if err != nil {
-		return err
+		return &usageError{err: err}
 	}
 	client, err := uploader.Open(ucfg, append([]uploader.Option{uploader.WithLogger(log), uploader.WithHooks(hooks)}, destOpts...)...)
 	if err != nil {
@@ -133,9 +134,9 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	}
 	defer pp.Close()
 	log.Info("outbox agent ready", append(append([]any{"listen", ln.Addr().String(), "tls", cfg.Agent.TLS.Enabled(), "data_dir", cfg.DataDir},
-		cfg.destinationAttrs()...), "shutdown_timeout", cfg.Agent.ShutdownTimeout.String())...)
+		cfg.DestinationAttrs()...), "shutdown_timeout", cfg.Agent.ShutdownTimeout.String())...)
 
-	reload := a.newReloader(cmd, lc.Config, cfg, log, level, client, ag)
+	reload := config.NewReloader(func() (*config.Loaded, error) { return a.load(cmd) }, lc.Config, cfg, log, level, client, ag)
 	hups.serve(log, reload)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- ag.Serve(context.Background(), ln) }()
@@ -147,18 +148,18 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		// Damage found after Open: intake has stopped; exit 3 naming recover.
 		log.Error("data file is damaged (found by the background check or a later read); stopping", "err", err)
 		sd.Stopping()
-		_ = gracefulStop(log, sigs.C, reload.current().Agent.ShutdownTimeout, ag.Shutdown)
+		_ = gracefulStop(log, sigs.C, reload.Current().Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case err := <-serveErr:
 		// Serving failed on its own; stop what remains, bounded as on a signal.
 		sd.Stopping()
-		_ = gracefulStop(log, sigs.C, reload.current().Agent.ShutdownTimeout, ag.Shutdown)
+		_ = gracefulStop(log, sigs.C, reload.Current().Agent.ShutdownTimeout, ag.Shutdown)
 		return err
 	case sig := <-sigs.C:
-		cfg = reload.current() // shutdown.timeout changes live
+		cfg = reload.Current() // shutdown.timeout changes live
 		log.Info("signal received: stopping intake, last upload pass", "signal", sig.String(), "timeout", cfg.Agent.ShutdownTimeout.String())
 	case <-cmd.Context().Done():
-		cfg = reload.current()
+		cfg = reload.Current()
 		log.Info("stopping: last upload pass", "timeout", cfg.Agent.ShutdownTimeout.String())
 	}
 	sd.Stopping()

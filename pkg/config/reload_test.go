@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"slices"
@@ -16,8 +16,8 @@ func TestKeys_EveryKeyIsLiveOrSaysWhyItNeedsARestart(t *testing.T) {
 }
 
 func TestChanges_SplitsTheChangedKeysIntoLiveAndRestart(t *testing.T) {
-	old := defaultConfig()
-	next := defaultConfig()
+	old := Default()
+	next := Default()
 	next.Batch.MaxEvents = 7
 	next.Upload.WriteKey = "wk-new"
 	next.Upload.Headers = map[string]string{"X-Team": "data"}

@@ -1,6 +1,7 @@
-package main
+package config
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -29,21 +30,21 @@ func (c *Config) validateDestination() error {
 	return c.Dest.Kafka.Validate()
 }
 
-// destinationOptions are the uploader options of the chosen destination: none for http (the
+// DestinationOptions are the uploader options of the chosen destination: none for http (the
 // uploader's default, pkg/httpdest), WithDestination for kafka.
-func (c *Config) destinationOptions(log *slog.Logger) ([]uploader.Option, error) {
+func (c *Config) DestinationOptions(log *slog.Logger) ([]uploader.Option, error) {
 	if c.Dest.Kind != "kafka" {
 		return nil, nil
 	}
 	d, err := kafka.New(c.Dest.Kafka, kafka.WithLogger(log))
 	if err != nil {
-		return nil, usageErrorf("configuration: %w", err)
+		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	return []uploader.Option{uploader.WithDestination(d)}, nil
 }
 
-// destinationAttrs are the log attributes that say where uploads go (no secret among them).
-func (c *Config) destinationAttrs() []any {
+// DestinationAttrs are the log attributes that say where uploads go (no secret among them).
+func (c *Config) DestinationAttrs() []any {
 	if c.Dest.Kind == "kafka" {
 		k := c.Dest.Kafka
 		return []any{"destination", "kafka", "brokers", strings.Join(k.Brokers, ","), "topic", k.Topic}

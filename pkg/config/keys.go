@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"github.com/outboxhq/outbox/pkg/agent"
@@ -9,7 +9,7 @@ import (
 // configurations, and the key table below points each key at its one field in them: the
 // uploader's (data_dir, limits, upload, batch, retry, queue, dead), the agent's (ingest,
 // shutdown) and the log section, the only one that belongs to the binary. Defaults come from the
-// packages (defaultConfig); nothing is copied field by field.
+// packages (Default); nothing is copied field by field.
 type Config struct {
 	uploader.Config                   // data_dir, limits.*, upload.*, batch.*, retry.*, queue.*, dead.*
 	Agent           agent.Config      // ingest.*, shutdown.timeout (limits come from the uploader's)
@@ -24,8 +24,8 @@ type LogConfig struct {
 	Format string // text | json
 }
 
-// defaultConfig is every key's default: the packages' defaults, and the log section's.
-func defaultConfig() Config {
+// Default is every key's default: the packages' defaults, and the log section's.
+func Default() Config {
 	return Config{Config: uploader.DefaultConfig(), Agent: agent.DefaultConfig(), Log: LogConfig{Level: "info", Format: "text"},
 		Dest: defaultDestination()}
 }
@@ -49,7 +49,7 @@ const (
 )
 
 // keyDef describes one configuration key: its parser, where it lands in Config (its one field;
-// the default is that field's value in defaultConfig), and whether its value is a secret.
+// the default is that field's value in Default), and whether its value is a secret.
 type keyDef struct {
 	key    string
 	kind   kind

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -9,17 +9,16 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/outboxhq/outbox/pkg/uploader"
-	"github.com/spf13/cobra"
 )
 
-// reloader applies a new configuration to the running agent on SIGHUP (and `outbox reload`).
-// It loads the file, the environment and the flags through loadConfig, exactly as at start,
+// Reloader applies a new configuration to the running agent on SIGHUP (and `outbox reload`).
+// It loads the file, the environment and the flags through Load, exactly as at start,
 // so that a configuration `outbox config` rejects is rejected here with the same message.
 // The keys the key table marks live are handed to the packages (uploader.Client.Reconfigure,
 // agent.Agent.Reconfigure, the log level); every other changed key keeps its old value and is
 // logged with the table's reason. The outcome goes to agent.RecordReload.
-type reloader struct {
-	load   func() (*loadedConfig, error)
+type Reloader struct {
+	load   func() (*Loaded, error)
 	log    *slog.Logger
 	level  *slog.LevelVar
 	client *uploader.Client
@@ -30,8 +29,8 @@ type reloader struct {
 	inUse  Config     // what runs: loaded, with run's own overrides (--dev)
 }
 
-// current returns the configuration in use.
-func (r *reloader) current() Config {
+// Current returns the configuration in use.
+func (r *Reloader) Current() Config {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.inUse
@@ -63,9 +62,10 @@ func withKeys(c Config, src *Config, names []string) Config {
 	return c
 }
 
-// reload re-reads the configuration and applies what can change live. It never stops the
-// agent: a configuration that does not load or validate changes nothing.
-func (r *reloader) reload() agent.Reload {
+// Reload re-reads the configuration and applies what can change live. It never stops the
+// agent: a configuration that does not load or validate changes nothing. The result is also
+// handed to agent.Agent.RecordReload.
+func (r *Reloader) Reload() agent.Reload {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := r.apply()
@@ -82,7 +82,7 @@ func (r *reloader) reload() agent.Reload {
 	return res
 }
 
-func (r *reloader) apply() agent.Reload {
+func (r *Reloader) apply() agent.Reload {
 	lc, err := r.load()
 	if err != nil {
 		return agent.Reload{Result: agent.ReloadRejected, Message: err.Error()}
@@ -91,20 +91,20 @@ func (r *reloader) apply() agent.Reload {
 	next := withKeys(r.inUse, &lc.Config, live)
 	// The live keys with the kept ones may break a rule between keys (batch.max_bytes must
 	// hold an event of the limits.max_event_bytes still in use): the same check as at start.
-	checked := &loadedConfig{Config: next, Sources: lc.Sources}
+	checked := &Loaded{Config: next, Sources: lc.Sources}
 	if err := checked.validate(); err != nil {
 		return agent.Reload{Result: agent.ReloadRejected,
 			Message: fmt.Sprintf("%v (with the values kept until a restart: %s)", err, strings.Join(restart, ", "))}
 	}
-	if !reflect.DeepEqual(next.uploaderConfig(), r.inUse.uploaderConfig()) {
-		if err := r.client.Reconfigure(next.uploaderConfig()); err != nil {
+	if !reflect.DeepEqual(next.UploaderConfig(), r.inUse.UploaderConfig()) {
+		if err := r.client.Reconfigure(next.UploaderConfig()); err != nil {
 			return agent.Reload{Result: agent.ReloadRejected, Message: err.Error()}
 		}
 	}
-	if err := r.agent.Reconfigure(next.agentConfig(r.log)); err != nil {
+	if err := r.agent.Reconfigure(next.AgentConfig(r.log)); err != nil {
 		return agent.Reload{Result: agent.ReloadRejected, Message: err.Error()} // validated above; kept for safety
 	}
-	if lvl, ok := parseLevel(next.Log.Level); ok {
+	if lvl, ok := ParseLevel(next.Log.Level); ok {
 		r.level.Set(lvl)
 	}
 	r.loaded, r.inUse = withKeys(r.loaded, &lc.Config, live), next
@@ -133,16 +133,18 @@ func (r *reloader) apply() agent.Reload {
 	return res
 }
 
-// parseLevel parses a log.level value (validated by loadConfig).
-func parseLevel(s string) (slog.Level, bool) {
+// ParseLevel parses a log.level value (validated by Load).
+func ParseLevel(s string) (slog.Level, bool) {
 	var l slog.Level
 	return l, l.UnmarshalText([]byte(s)) == nil
 }
 
-// newReloader is the reloader of `outbox run`: loaded is the configuration as loaded at
-// start, inUse with run's overrides.
-func (a *app) newReloader(cmd *cobra.Command, loaded, inUse Config, log *slog.Logger, level *slog.LevelVar,
-	client *uploader.Client, ag *agent.Agent) *reloader {
-	return &reloader{load: func() (*loadedConfig, error) { return a.load(cmd) }, log: log, level: level,
+// NewReloader is the Reloader of a running agent: load reads the configuration as at start
+// (Load with the process's file, environment and flags); loaded is the configuration as loaded
+// at start, inUse the one running (loaded with the command's own overrides); level is the
+// logger's level, client and ag the running uploader and agent.
+func NewReloader(load func() (*Loaded, error), loaded, inUse Config, log *slog.Logger, level *slog.LevelVar,
+	client *uploader.Client, ag *agent.Agent) *Reloader {
+	return &Reloader{load: load, log: log, level: level,
 		client: client, agent: ag, loaded: loaded, inUse: inUse}
 }

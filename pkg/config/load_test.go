@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -6,16 +6,33 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
-// runRoot runs the outbox command tree with args and env, returning stdout and the error.
-func runRoot(t *testing.T, env []string, args ...string) (string, error) {
+// show loads the configuration as `outbox config` does, from env and args (--config, and the
+// flags of the keys that have one), and returns what it prints.
+func show(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := NewRootCommand(Deps{Stdout: &out, Stderr: &errOut, Environ: env})
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	fs := pflag.NewFlagSet("outbox config", pflag.ContinueOnError)
+	file := fs.String("config", "", "")
+	for i := range keys {
+		if keys[i].flag != "" {
+			fs.String(keys[i].flag, "", "")
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	lc, err := Load(Input{File: *file, Environ: env, Flags: fs})
+	if err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	if err := Print(&out, lc); err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), nil
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -50,7 +67,7 @@ func configLines(t *testing.T, out string) map[string][2]string {
 	return m
 }
 
-func TestConfig_Precedence_FlagsBeatEnvBeatFileBeatDefaults(t *testing.T) {
+func TestLoad_Precedence_FlagsBeatEnvBeatFileBeatDefaults(t *testing.T) {
 	file := writeFile(t, "outbox.yaml", `
 data_dir: /from/file
 ingest:
@@ -66,7 +83,7 @@ batch:
 		"OUTBOX_BATCH_INTERVAL=3s",
 		"HOME=/root", // not ours: ignored
 	}
-	out, err := runRoot(t, env, "config", "--config", file, "--endpoint", "http://flag.example/v1/batch")
+	out, err := show(t, env, "--config", file, "--endpoint", "http://flag.example/v1/batch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +108,7 @@ batch:
 	}
 }
 
-func TestConfig_Errors_NameKeyAndSourceAndExit2(t *testing.T) {
+func TestLoad_Errors_NameKeyAndSourceAndExit2(t *testing.T) {
 	cases := []struct {
 		name  string
 		file  string
@@ -115,16 +132,13 @@ func TestConfig_Errors_NameKeyAndSourceAndExit2(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"config"}, tc.args...)
+			args := tc.args
 			if tc.file != "" {
 				args = append(args, "--config", writeFile(t, "outbox.yaml", tc.file))
 			}
-			_, err := runRoot(t, tc.env, args...)
+			_, err := show(t, tc.env, args...)
 			if err == nil {
 				t.Fatal("want an error")
-			}
-			if code := exitCode(err); code != exitUsage {
-				t.Errorf("exit code %d, want %d (err %v)", code, exitUsage, err)
 			}
 			for _, w := range tc.wants {
 				if !strings.Contains(err.Error(), w) {
@@ -135,7 +149,7 @@ func TestConfig_Errors_NameKeyAndSourceAndExit2(t *testing.T) {
 	}
 }
 
-func TestConfig_Print_RedactsSecrets(t *testing.T) {
+func TestLoad_Print_RedactsSecrets(t *testing.T) {
 	file := writeFile(t, "outbox.yaml", `
 ingest:
   write_keys: [wk-file-secret-1, wk-file-secret-2]
@@ -147,7 +161,7 @@ upload:
     X-Team: data
 `)
 	env := []string{"OUTBOX_UPLOAD_WRITE_KEY=wk-env-secret", "OUTBOX_INGEST_TOKEN=tok-env-secret"}
-	out, err := runRoot(t, env, "config", "--config", file)
+	out, err := show(t, env, "--config", file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,53 +182,12 @@ upload:
 	}
 }
 
-func TestParseSize_DecimalAndBinaryUnits(t *testing.T) {
-	cases := []struct {
-		name string
-		in   string
-		want int64
-		bad  bool
-	}{
-		{name: "plain bytes", in: "512000", want: 512000},
-		{name: "KiB is 1024", in: "32KiB", want: 32768},
-		{name: "KB is 1000", in: "32KB", want: 32000},
-		{name: "units are case-insensitive", in: "1gib", want: 1 << 30},
-		{name: "space before unit", in: "256 MiB", want: 256 << 20},
-		{name: "fractions", in: "1.5MiB", want: 1572864},
-		{name: "unknown unit", in: "12 parsecs", bad: true},
-		{name: "no number", in: "MiB", bad: true},
+func TestLoad_EmptyDataDirVariable_CountsAsUnset(t *testing.T) {
+	out, err := show(t, []string{"OUTBOX_DATA_DIR="})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseSize(tc.in)
-			if tc.bad {
-				if err == nil {
-					t.Fatalf("parseSize(%q) = %d, want an error", tc.in, got)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("parseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-			}
-		})
-	}
-}
-
-func TestRoot_UsageErrors_Exit2(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-	}{
-		{"unknown command", []string{"frobnicate"}},
-		{"unknown flag", []string{"config", "--no-such-flag"}},
-		{"extra argument", []string{"version", "extra"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := runRoot(t, nil, tc.args...)
-			if code := exitCode(err); code != exitUsage {
-				t.Fatalf("exit code %d for %v (err %v), want 2", code, tc.args, err)
-			}
-		})
+	if g := configLines(t, out)["data_dir"]; g != [2]string{`"./outbox-data"`, "default"} {
+		t.Errorf("data_dir = %v, want the default", g)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"testing"
@@ -9,16 +9,16 @@ import (
 )
 
 // Every key's default is one value, seen in three places: config.example.yaml, the key table
-// (defaultConfig, what `outbox config` shows and `outbox run` uses), and the package that owns
+// (Default, what `outbox config` shows and `outbox run` uses), and the package that owns
 // the key, which fills that value in when the key's field is left at its zero value (what a
 // library user who sets nothing gets). The test walks the key table, so a key added to it is
 // covered without touching the test.
 func TestDefaults_ExampleFileKeyTableAndPackageAgreeForEveryKey(t *testing.T) {
-	example, err := loadConfig(configInput{File: "../../config.example.yaml"})
+	example, err := Load(Input{File: "../../config.example.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := defaultConfig()
+	table := Default()
 	// The packages' own answer for every field left unset. The log and upload.destination keys
 	// belong to the binary, so the table is their only declaration.
 	pkg := Config{

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -26,14 +26,14 @@ func TestNearestEnvName_NamesTheKeyOfATypoAndNothingForKubernetesServiceVariable
 	}
 }
 
-func TestConfig_UnknownEnvIsListedAndIgnored(t *testing.T) {
+func TestLoad_UnknownEnvIsListedAndIgnored(t *testing.T) {
 	env := []string{
 		"OUTBOX_PORT=tcp://10.0.0.1:8089",
 		"OUTBOX_SERVICE_HOST=10.0.0.1",
 		"OUTBOX_UPLOAD_WRTIE_KEY=wk-typo-secret",
 		"OUTBOX_BATCH_INTERVAL=3s",
 	}
-	out, err := runRoot(t, env, "config")
+	out, err := show(t, env)
 	if err != nil {
 		t.Fatalf("outbox config with unknown OUTBOX_ variables: %v", err)
 	}

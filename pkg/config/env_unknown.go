@@ -1,27 +1,27 @@
-package main
+package config
 
 import (
 	"log/slog"
 	"strings"
 )
 
-// unknownEnv is an OUTBOX_* variable that names no configuration key. It is reported, never
+// UnknownEnv is an OUTBOX_* variable that names no configuration key. It is reported, never
 // fatal: Kubernetes puts OUTBOX_PORT, OUTBOX_SERVICE_HOST, OUTBOX_PORT_8089_TCP... into every pod
 // of a namespace with a Service named outbox, and a shell may carry an unrelated OUTBOX_SRC, so
 // refusing them would stop the agent for nothing. Nearest keeps a misspelt key visible.
-type unknownEnv struct {
+type UnknownEnv struct {
 	Name    string // the variable, e.g. OUTBOX_UPLOAD_WRTIE_KEY
 	Nearest string // the closest real variable when one is close ("" otherwise)
 }
 
 // noteUnknownEnv records name as an unknown variable, with its nearest real key.
-func (lc *loadedConfig) noteUnknownEnv(name string) {
-	lc.UnknownEnv = append(lc.UnknownEnv, unknownEnv{Name: name, Nearest: nearestEnvName(name)})
+func (lc *Loaded) noteUnknownEnv(name string) {
+	lc.UnknownEnv = append(lc.UnknownEnv, UnknownEnv{Name: name, Nearest: nearestEnvName(name)})
 }
 
-// warnUnknownEnv logs each unknown variable once, at warn. The value is never logged: it may be
+// WarnUnknownEnv logs each unknown variable once, at warn. The value is never logged: it may be
 // a secret under a misspelt name.
-func (lc *loadedConfig) warnUnknownEnv(log *slog.Logger) {
+func (lc *Loaded) WarnUnknownEnv(log *slog.Logger) {
 	for _, u := range lc.UnknownEnv {
 		attrs := []any{"variable", u.Name}
 		if u.Nearest != "" {

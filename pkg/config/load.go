@@ -1,7 +1,8 @@
-package main
+package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"sort"
@@ -37,17 +38,17 @@ func (s Source) String() string {
 	return s.Kind + " " + s.Name
 }
 
-// loadedConfig is a Config with the source of every key's value.
-type loadedConfig struct {
+// Loaded is a Config with the source of every key's value.
+type Loaded struct {
 	Config  Config
 	Sources map[string]Source
 	File    string // the file read, "" when none
 	// UnknownEnv lists the OUTBOX_* variables that name no key (env_unknown.go), in name order.
-	UnknownEnv []unknownEnv
+	UnknownEnv []UnknownEnv
 }
 
-// configInput is what loadConfig reads besides the file itself.
-type configInput struct {
+// Input is what Load reads besides the file itself.
+type Input struct {
 	File    string         // --config; "" means ./outbox.yaml when it exists
 	Environ []string       // KEY=value pairs; only OUTBOX_* ones are read
 	Flags   *pflag.FlagSet // flags of the running command; only changed ones count
@@ -58,11 +59,11 @@ func envName(key string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// loadConfig layers defaults, the YAML file, OUTBOX_* variables and flags (each beating the
+// Load layers defaults, the YAML file, OUTBOX_* variables and flags (each beating the
 // ones before), then validates the result. Every error names the key and the source of the bad
-// value and is a usageError (exit code 2).
-func loadConfig(in configInput) (*loadedConfig, error) {
-	lc := &loadedConfig{Config: defaultConfig(), Sources: make(map[string]Source, len(keys))}
+// value, and is the user's to fix before anything runs (the binary exits 2 on it).
+func Load(in Input) (*Loaded, error) {
+	lc := &Loaded{Config: Default(), Sources: make(map[string]Source, len(keys))}
 	for i := range keys {
 		lc.Sources[keys[i].key] = Source{Kind: "default"}
 	}
@@ -82,7 +83,7 @@ func loadConfig(in configInput) (*loadedConfig, error) {
 }
 
 // set parses raw for key d and stores it, recording src.
-func (lc *loadedConfig) set(d *keyDef, raw any, src Source) error {
+func (lc *Loaded) set(d *keyDef, raw any, src Source) error {
 	v, err := parseValue(d, raw)
 	if err != nil {
 		return keyError(d.key, src, err)
@@ -109,10 +110,10 @@ func (lc *loadedConfig) set(d *keyDef, raw any, src Source) error {
 
 // keyError is the one shape of a configuration error: key, source, what is wrong.
 func keyError(key string, src Source, err error) error {
-	return usageErrorf("configuration key %s (from %s): %w", key, src, err)
+	return fmt.Errorf("configuration key %s (from %s): %w", key, src, err)
 }
 
-func (lc *loadedConfig) readFile(path string) error {
+func (lc *Loaded) readFile(path string) error {
 	if path == "" {
 		if _, err := os.Stat(defaultConfigFile); err != nil {
 			return nil // no file: defaults, env and flags only
@@ -124,9 +125,9 @@ func (lc *loadedConfig) readFile(path string) error {
 	v.SetConfigType("yaml")
 	if err := v.ReadInConfig(); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return usageErrorf("config file %s does not exist; check --config, or run without it to use defaults", path)
+			return fmt.Errorf("config file %s does not exist; check --config, or run without it to use defaults", path)
 		}
-		return usageErrorf("config file %s cannot be read: %w; fix the YAML (see config.example.yaml)", path, err)
+		return fmt.Errorf("config file %s cannot be read: %w; fix the YAML (see config.example.yaml)", path, err)
 	}
 	lc.File = path
 	src := Source{Kind: "file", Name: path}
@@ -138,7 +139,7 @@ func (lc *loadedConfig) readFile(path string) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return usageErrorf("config file %s: unknown configuration key %s; see config.example.yaml for every key", path, strings.Join(unknown, ", "))
+		return fmt.Errorf("config file %s: unknown configuration key %s; see config.example.yaml for every key", path, strings.Join(unknown, ", "))
 	}
 	for i := range keys {
 		d := &keys[i]
@@ -152,7 +153,7 @@ func (lc *loadedConfig) readFile(path string) error {
 	return nil
 }
 
-func (lc *loadedConfig) readEnv(environ []string) error {
+func (lc *Loaded) readEnv(environ []string) error {
 	byEnv := make(map[string]*keyDef, len(keys))
 	for i := range keys {
 		byEnv[envName(keys[i].key)] = &keys[i]
@@ -176,7 +177,7 @@ func (lc *loadedConfig) readEnv(environ []string) error {
 	return nil
 }
 
-func (lc *loadedConfig) readFlags(fs *pflag.FlagSet) error {
+func (lc *Loaded) readFlags(fs *pflag.FlagSet) error {
 	if fs == nil {
 		return nil
 	}

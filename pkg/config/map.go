@@ -1,0 +1,26 @@
+package config
+
+import (
+	"log/slog"
+
+	"github.com/outboxhq/outbox/internal/redact"
+	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+// UploaderConfig is the embeddable client's configuration.
+func (c *Config) UploaderConfig() uploader.Config { return c.Config }
+
+// AgentConfig is the agent's configuration; its limits are the uploader's keys.
+func (c *Config) AgentConfig(log *slog.Logger) agent.Config {
+	a := c.Agent
+	a.MaxRequestBytes = int64(c.Limits.MaxRequestBytes)
+	a.MaxEventBytes = c.Limits.MaxEventBytes
+	a.QueueMaxBytes = c.Queue.MaxBytes
+	a.Logger = log
+	return a
+}
+
+// redactURL hides the credentials a URL may carry: its userinfo and its query values
+// (https://user:pass@host/x?api_key=k → https://REDACTED@host/x?api_key=REDACTED).
+func redactURL(s string) string { return redact.URL(s) }
