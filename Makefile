@@ -57,10 +57,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) ./pkg/event
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBatch$$' -fuzztime $(FUZZTIME) ./pkg/event
 	$(GO) test -run '^$$' -fuzz '^FuzzIngest$$' -fuzztime $(FUZZTIME) ./pkg/agent
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeScrub$$' -fuzztime $(FUZZTIME) ./pkg/event
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime $(FUZZTIME) ./pkg/httpdest
 	$(GO) test -run '^$$' -fuzz '^FuzzMemberKey$$' -fuzztime $(FUZZTIME) ./pkg/kafka
 	$(GO) test -run '^$$' -fuzz '^FuzzScanBatch$$' -fuzztime $(FUZZTIME) ./pkg/sink
 	$(GO) test -run '^$$' -fuzz '^FuzzScanBatchEvents$$' -fuzztime $(FUZZTIME) ./pkg/sink
+	$(GO) test -run '^$$' -fuzz '^FuzzOpenSealed$$' -fuzztime $(FUZZTIME) ./pkg/store/internal/format
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=5m

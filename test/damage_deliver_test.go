@@ -21,7 +21,13 @@ import (
 // A leaf of queued events overwritten with random bytes (a torn write, a bad sector): run
 // refuses the file, recover saves the rest, and the agent then delivers exactly what was saved.
 func TestDamage_RunRefuses_RecoverSaves_AgentThenDeliversWhatWasSaved(t *testing.T) {
-	fx := buildDamageFixture(t)
+	for _, mode := range encryptionModes {
+		t.Run(mode.name, func(t *testing.T) { damageRecoverDeliver(t, buildDamageFixture(t, mode)) })
+	}
+}
+
+// damageRecoverDeliver is the test above on the fixture fx.
+func damageRecoverDeliver(t *testing.T, fx *damageFixture) {
 	leaf := fx.firstOf("leaf", "events")
 	data := append([]byte(nil), fx.data...)
 	pg := data[leaf*fx.pageSize : (leaf+1)*fx.pageSize]
@@ -34,12 +40,12 @@ func TestDamage_RunRefuses_RecoverSaves_AgentThenDeliversWhatWasSaved(t *testing
 		t.Fatal(err)
 	}
 	s := sinktest.Start(t, sink.Options{})
-	p := start(t, t.TempDir(), agentEnv(dir, testutil.FreeAddr(t), s.URL()+"/v1/batch", nil), "run")
+	p := start(t, t.TempDir(), agentEnv(dir, testutil.FreeAddr(t), s.URL()+"/v1/batch", fx.env), "run")
 	if code, _ := p.wait(t, 10*time.Second); code != exitDamaged || !strings.Contains(p.stderr.String(), "outbox recover") {
 		t.Fatalf("run on the damaged file: exit %d, want %d naming outbox recover:\n%s", code, exitDamaged, p.stderr.String())
 	}
 
-	code, out, stderr := runCLI(t, t.TempDir(), nil, "", "recover", "--data-dir", dir)
+	code, out, stderr := runCLI(t, t.TempDir(), fx.env, "", "recover", "--data-dir", dir)
 	m := savedRE.FindStringSubmatch(out)
 	if code != 0 || m == nil || !strings.Contains(out, "page(s) skipped") {
 		t.Fatalf("recover: exit %d, want 0 with a report of events saved, records unreadable and pages skipped:\n%s%s", code, out, stderr)
@@ -55,7 +61,7 @@ func TestDamage_RunRefuses_RecoverSaves_AgentThenDeliversWhatWasSaved(t *testing
 		t.Fatalf("recover saved %d events; %d were queued, %d of them on the damaged page", saved, len(fx.events), lost)
 	}
 
-	a := startAgent(t, dir, s.URL()+"/v1/batch", nil)
+	a := startAgent(t, dir, s.URL()+"/v1/batch", fx.env)
 	if err := s.WaitEvents(ctxFor(t, 30*time.Second), saved); err != nil {
 		t.Fatalf("the agent delivered %d of the %d saved events: %v", s.Stats().Unique, saved, err)
 	}

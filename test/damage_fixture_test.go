@@ -15,6 +15,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
 
 // damageFixture is a real queue file and a map of its pages, to say which
@@ -27,20 +28,31 @@ type damageFixture struct {
 	spanOf   []int       // per page: first page of the branch or leaf it belongs to, else -1
 	spanEnd  map[int]int // first page of a span → its last page
 	events   map[string]int
-	dead     map[string]int  // dead batch id (hex) → span
-	enqueued map[string]bool // every event ever appended (acknowledged ones may come back from free pages)
+	dead     map[string]int    // dead batch id (hex) → span
+	enqueued map[string]bool   // every event ever appended (acknowledged ones may come back from free pages)
+	keys     *keyring.Keyring  // the key the file is sealed with; nil: plain
+	env      map[string]string // the configuration of every command run on it: the key file, when sealed
 }
 
 // buildDamageFixture writes a file with a few thousand queued events, some
-// acknowledged (their pages freed), dead letters and a saved retry state.
-func buildDamageFixture(t *testing.T) *damageFixture {
+// acknowledged (their pages freed), dead letters and a saved retry state; sealed with a key
+// of its own when mode encrypts.
+func buildDamageFixture(t *testing.T, mode encryptionMode) *damageFixture {
 	t.Helper()
 	dir := t.TempDir()
-	q, err := queue.Open(dir, queue.Config{NoSync: true})
+	fx := &damageFixture{enqueued: map[string]bool{}, events: map[string]int{}, dead: map[string]int{}, spanEnd: map[int]int{}}
+	key := keyFile(t)
+	fx.env = mode.env(key, nil)
+	if mode.on {
+		var err error
+		if fx.keys, err = keyring.Load([]string{key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := queue.Open(dir, queue.Config{NoSync: true, Keys: fx.keys})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := &damageFixture{enqueued: map[string]bool{}, events: map[string]int{}, dead: map[string]int{}, spanEnd: map[int]int{}}
 	ctx := context.Background()
 	n := 0
 	for range 300 {
@@ -81,17 +93,44 @@ func buildDamageFixture(t *testing.T) *damageFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx.mapPages(t, filepath.Join(dir, store.FileName))
+	fx.mapPages(t, filepath.Join(dir, store.FileName), fx.plainByKey(t, dir))
 	if len(fx.events) != 2580 || len(fx.dead) != 3 {
 		t.Fatalf("fixture holds %d events and %d dead batches, want 2580 and 3", len(fx.events), len(fx.dead))
 	}
 	return fx
 }
 
+// plainByKey reads every queued event of the healthy file in dir through the store (which
+// opens sealed records), by key; nil for a plain file, whose records hold their events as
+// they are.
+func (fx *damageFixture) plainByKey(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	if fx.keys == nil {
+		return nil
+	}
+	s, err := store.Open(dir, store.Options{NoSync: true, Keys: fx.keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := map[string]string{}
+	b, err := s.Head(context.Background(), 1<<20, 1<<40)
+	for b != nil && err == nil { // a saved retry state cuts the run: read on after it
+		for i, k := range b.Keys() {
+			out[string(k)] = string(b.Events[i])
+		}
+		b, _, err = s.ReadAfter(b.Keys()[len(b.Keys())-1], 1<<20, 1<<40)
+	}
+	if err != nil {
+		t.Fatalf("read the fixture: %v", err)
+	}
+	return out
+}
+
 // mapPages reads the healthy file with bbolt: each page's type and span,
 // and the span holding each event and dead batch (from the address of its
-// key in bbolt's map of the file).
-func (fx *damageFixture) mapPages(t *testing.T, path string) {
+// key in bbolt's map of the file). plain gives a sealed file's events by key.
+func (fx *damageFixture) mapPages(t *testing.T, path string, plain map[string]string) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType, Timeout: time.Second})
 	if err != nil {
@@ -132,7 +171,11 @@ func (fx *damageFixture) mapPages(t *testing.T, path string) {
 		}
 		c := tx.Bucket([]byte("events")).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			fx.events[string(v[5:])] = spanOfKey(k)
+			ev := string(v[5:])
+			if plain != nil {
+				ev = plain[string(k)]
+			}
+			fx.events[ev] = spanOfKey(k)
 		}
 		c = tx.Bucket([]byte("dead")).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -176,10 +219,11 @@ func (fx *damageFixture) spanHolds(m map[string]int, span int) bool {
 	return false
 }
 
-// salvaged reads every event and dead batch id of the store in dir, in process.
-func salvaged(t *testing.T, dir string) (events map[string]bool, dead map[string]bool) {
+// salvaged reads every event and dead batch id of the store in dir, in process, with the
+// fixture's key.
+func (fx *damageFixture) salvaged(t *testing.T, dir string) (events map[string]bool, dead map[string]bool) {
 	t.Helper()
-	s, err := store.Open(dir, store.Options{NoSync: true})
+	s, err := store.Open(dir, store.Options{NoSync: true, Keys: fx.keys})
 	if err != nil {
 		t.Fatalf("open the recovered file: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -45,15 +46,30 @@ type damageCase struct {
 }
 
 func TestDamage_AnyPageAnyKind_NoCommandPanics_RunRefuses_RecoverSavesEveryIntactEvent(t *testing.T) {
-	fx := buildDamageFixture(t)
-	all := os.Getenv(damageAllEnv) == "1"
-	cases := fx.cases(all)
-	t.Logf("fixture: %d bytes, %d pages of %d (%d in use or free), %d events, %d dead batches; %d cases (every page: %v)",
-		len(fx.data), len(fx.kind), fx.pageSize, fx.hwm, len(fx.events), len(fx.dead), len(cases), all)
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			fx.check(t, c)
+	for _, mode := range encryptionModes {
+		t.Run(mode.name, func(t *testing.T) {
+			fx := buildDamageFixture(t, mode)
+			all := os.Getenv(damageAllEnv) == "1"
+			cases := fx.cases(all)
+			if mode.on && !all {
+				// A sealed file is damaged the same ways; a third of the sample keeps make test
+				// short (make test-damage runs them all).
+				var some []damageCase
+				for i, c := range cases {
+					if i%3 == 0 {
+						some = append(some, c)
+					}
+				}
+				cases = some
+			}
+			t.Logf("fixture: %d bytes, %d pages of %d (%d in use or free), %d events, %d dead batches; %d cases (every page: %v)",
+				len(fx.data), len(fx.kind), fx.pageSize, fx.hwm, len(fx.events), len(fx.dead), len(cases), all)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					fx.check(t, c)
+				})
+			}
 		})
 	}
 }
@@ -181,8 +197,10 @@ func (fx *damageFixture) check(t *testing.T, c damageCase) {
 			t.Fatal(err)
 		}
 	}
+	env := maps.Clone(quickExit)
+	maps.Copy(env, fx.env)
 	cli := func(args ...string) (int, string) {
-		code, out, stderr := runCLI(t, t.TempDir(), quickExit, "", args...)
+		code, out, stderr := runCLI(t, t.TempDir(), env, "", args...)
 		noPanic(t, args, code, stderr)
 		return code, out + stderr
 	}
@@ -214,7 +232,7 @@ func (fx *damageFixture) check(t *testing.T, c damageCase) {
 	if refused {
 		// The bound only tells a refusal from a hang (an agent that served the file would
 		// run on); how fast open refuses is the bench's to measure.
-		p := start(t, t.TempDir(), agentEnv(dir, testutil.FreeAddr(t), "http://127.0.0.1:9/v1/batch", quickExit), "run")
+		p := start(t, t.TempDir(), agentEnv(dir, testutil.FreeAddr(t), "http://127.0.0.1:9/v1/batch", env), "run")
 		got, _ := p.wait(t, 10*time.Second)
 		noPanic(t, []string{"run"}, got, p.stderr.String())
 		refusedRight("run", got, p.stderr.String())
@@ -237,7 +255,7 @@ func (fx *damageFixture) check(t *testing.T, c damageCase) {
 		if b, _ := os.ReadFile(moved[0]); !bytes.Equal(b, c.data) {
 			t.Errorf("the file moved aside is not the damaged file as it was")
 		}
-		events, dead := salvaged(t, dir)
+		events, dead := fx.salvaged(t, dir)
 		if n, _ := strconv.Atoi(m[1]); n != len(events) {
 			t.Errorf("recover reported %d events saved; the fresh file holds %d", n, len(events))
 		}
@@ -252,7 +270,7 @@ func (fx *damageFixture) check(t *testing.T, c damageCase) {
 		fx.intactSaved(t, c, events, dead, msg)
 		return
 	}
-	events, dead := salvaged(t, dir)
+	events, dead := fx.salvaged(t, dir)
 	fx.intactSaved(t, c, events, dead, msg)
 }
 

@@ -30,6 +30,13 @@ func TestPowerLoss_EveryAcknowledgedEventSurvivesLosingUnsyncedWrites(t *testing
 	if reason := powerLossUnsupported(); reason != "" {
 		t.Skipf("power-loss test cannot run on this machine: %s", reason)
 	}
+	for _, mode := range encryptionModes {
+		t.Run(mode.name, func(t *testing.T) { powerLoss(t, mode.env(keyFile(t), nil)) })
+	}
+}
+
+// powerLoss is the power-loss test with env added to every agent's configuration.
+func powerLoss(t *testing.T, env map[string]string) {
 	work := t.TempDir()
 	img := filepath.Join(work, "disk.img")
 	mnt := filepath.Join(work, "mnt")
@@ -42,7 +49,11 @@ func TestPowerLoss_EveryAcknowledgedEventSurvivesLosingUnsyncedWrites(t *testing
 	// Phase 1: the collector refuses everything, so every acknowledged event stays queued.
 	s := sinktest.StartScript(t, "503:default")
 	var log ackLog
-	a := startAgent(t, filepath.Join(mnt, "data"), s.URL()+"/v1/batch", map[string]string{"OUTBOX_QUEUE_SYNC": "always"})
+	phase1 := map[string]string{"OUTBOX_QUEUE_SYNC": "always"}
+	for k, v := range env {
+		phase1[k] = v
+	}
+	a := startAgent(t, filepath.Join(mnt, "data"), s.URL()+"/v1/batch", phase1)
 	requests, wait := log.produce(a.url+"/v1/batch", "power", load{producers: 4, perBatch: 10, max: 50}, nil)
 	wait()
 	if requests.Load() == 0 {
@@ -62,7 +73,7 @@ func TestPowerLoss_EveryAcknowledgedEventSurvivesLosingUnsyncedWrites(t *testing
 		t.Fatalf("mount the image after the power loss: %v", err)
 	}
 	_ = s.SetScript(sink.Script{})
-	startAgent(t, filepath.Join(mnt2, "data"), s.URL()+"/v1/batch", nil)
+	startAgent(t, filepath.Join(mnt2, "data"), s.URL()+"/v1/batch", env)
 	acked := log.ids
 	missing := waitDelivered(t, s, acked, 20*time.Second)
 	t.Logf("%d acknowledged events; after the power loss the sink got %d", len(acked), s.Stats().Unique)

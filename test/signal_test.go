@@ -97,12 +97,26 @@ func TestRun_SecondSignal_ExitsAtOnce(t *testing.T) {
 }
 
 func TestRun_SIGKILL_DuringIngestAndUpload_EveryAcknowledgedEventArrives(t *testing.T) {
+	for _, mode := range encryptionModes {
+		t.Run(mode.name, func(t *testing.T) {
+			cycles := 3
+			if mode.on {
+				cycles = 2 // a smaller sample: the plain run covers the kill points
+			}
+			sigkillCycles(t, mode.env(keyFile(t), nil), cycles)
+		})
+	}
+}
+
+// sigkillCycles kills the agent cycles times mid-ingest and mid-upload, then checks that every
+// acknowledged event reaches the collector; env configures every agent.
+func sigkillCycles(t *testing.T, env map[string]string, cycles int) {
 	s := sinktest.StartScript(t, "503:10%,seed=3") // some failed uploads, so batches are retried too
 	dir := t.TempDir()
 	var log ackLog
-	const cycles, producers, perBatch, killAfter = 3, 4, 10, 40
+	const producers, perBatch, killAfter = 4, 10, 40
 	for cycle := range cycles {
-		a := startAgent(t, dir, s.URL()+"/v1/batch", nil)
+		a := startAgent(t, dir, s.URL()+"/v1/batch", env)
 		killed := make(chan struct{})
 		requests, wait := log.produce(a.url+"/v1/batch", fmt.Sprintf("kill-c%d", cycle),
 			load{producers: producers, perBatch: perBatch, gzip: true}, killed)
@@ -123,7 +137,7 @@ func TestRun_SIGKILL_DuringIngestAndUpload_EveryAcknowledgedEventArrives(t *test
 	acked := log.ids
 
 	_ = s.SetScript(sink.Script{})
-	startAgent(t, dir, s.URL()+"/v1/batch", nil)
+	startAgent(t, dir, s.URL()+"/v1/batch", env)
 	missing := waitDelivered(t, s, acked, 20*time.Second)
 	st := s.Stats()
 	t.Logf("%d cycles: %d acknowledged events, sink accepted %d (%d unique, %d duplicates)", cycles, len(acked), st.Events, st.Unique, st.Duplicates)

@@ -13,11 +13,11 @@ import (
 
 // agentEnv is the configuration every agent subprocess gets on top of its defaults.
 func (b *bench) agentEnv() []string {
-	return []string{
+	return append([]string{
 		"OUTBOX_QUEUE_SYNC=always",
 		fmt.Sprintf("OUTBOX_QUEUE_MAX_BYTES=%d", max(int64(b.opt.events)*2000, 1<<30)),
 		"OUTBOX_SHUTDOWN_TIMEOUT=" + b.opt.shutdownTimeout.String(),
-	}
+	}, b.extraEnv...)
 }
 
 // startAgentWithSink starts a loopback sink playing script and the agent on dataDir uploading

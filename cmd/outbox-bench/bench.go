@@ -26,13 +26,16 @@ type bench struct {
 	enq         map[int]enqueueResult
 	hold        *holdResult
 	restart     *restartResult
+	holdEnc     *holdResult    // encrypt.go: the agent section with encryption at rest on
+	restartEnc  *restartResult // encrypt.go
+	extraEnv    []string       // added to every agent's environment (the encrypt section's key)
 	faults      *drainResult
 	faultPeers  *faultPeerResults // faultpeers.go
 	outage      []outageResult    // outage.go: upload.concurrency auto, then 1
 	e2eLib      *e2eResult
 	e2eAg       *e2eAgentResult
 	kafka       *kafkaResult     // kafka.go
-	errs        map[string]error // by step: "ceiling", "enqueue", "hold", "restart", "faults", "e2e-lib", "e2e-agent"
+	errs        map[string]error // by step: "ceiling", "enqueue", "hold", "restart", "hold-encrypted", "restart-encrypted", "faults", "e2e-lib", "e2e-agent"
 	enqueueErrs map[int]error
 }
 
@@ -92,7 +95,7 @@ func (b *bench) runSections(ctx context.Context) {
 		name string
 		fn   func(context.Context)
 	}{
-		{"peers", b.runPeers}, {"ceiling", b.runCeilings}, {"enqueue", b.runEnqueue}, {"agent", b.runAgent},
+		{"peers", b.runPeers}, {"ceiling", b.runCeilings}, {"enqueue", b.runEnqueue}, {"agent", b.runAgent}, {"encrypt", b.runEncrypt},
 		{"faults", b.runFaults}, {"faultpeers", b.runFaultPeers}, {"outage", b.runOutage}, {"e2e", b.runE2E}, {"kafka", b.runKafka},
 	}
 	for _, s := range steps {

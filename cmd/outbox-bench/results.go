@@ -21,6 +21,7 @@ func (b *bench) rows() []row {
 	rs = append(rs, b.ceilingRows()...)
 	rs = append(rs, b.ingestRows()...)
 	rs = append(rs, b.drainRows()...)
+	rs = append(rs, b.encryptRows()...)
 	rs = append(rs, b.faultPeerRows()...)
 	rs = append(rs, b.outageRows()...)
 	rs = append(rs, b.e2eRows()...)

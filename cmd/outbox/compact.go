@@ -20,11 +20,11 @@ The agent must be stopped (it owns the directory while it runs).`,
 		Example: `  outbox compact --data-dir /var/lib/outbox`,
 		Args:    argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := stoppedDataDir(a, cmd)
+			dir, keys, err := stoppedDataDir(a, cmd)
 			if err != nil {
 				return err
 			}
-			before, after, err := store.Compact(dir)
+			before, after, err := store.Compact(dir, keys)
 			if err != nil {
 				return fmt.Errorf("compact %s: %w", dir, storeError(err))
 			}

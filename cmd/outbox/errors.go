@@ -42,7 +42,9 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue), errors.Is(err, errs.ErrDataDirPermission):
+	case errors.As(err, &ue), errors.Is(err, errs.ErrKeyMissing), errors.Is(err, errs.ErrDataDirPermission):
+		// A missing key, or a data directory the process may not use, is the configuration's
+		// to fix, like a bad value: restarting does not help.
 		return exitUsage
 	case errors.As(err, &ce), errors.Is(err, errs.ErrUnsafeDataFile):
 		return exitDamaged

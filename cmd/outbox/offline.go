@@ -6,6 +6,7 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/config"
 	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/spf13/cobra"
 )
@@ -27,13 +28,18 @@ func checkDataDir(dir string) error {
 }
 
 // stoppedDataDir loads the configuration and returns the data directory of a stopped agent,
-// checked to hold a queue file, for the maintenance commands that work on the file itself.
-func stoppedDataDir(a *app, cmd *cobra.Command) (string, error) {
+// checked to hold a queue file, and the keys of queue.encryption.key_files, for the
+// maintenance commands that work on the file itself.
+func stoppedDataDir(a *app, cmd *cobra.Command) (string, *keyring.Keyring, error) {
 	lc, err := a.load(cmd)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return lc.Config.DataDir, checkDataDir(lc.Config.DataDir)
+	keys, err := keyring.Load(lc.Config.Queue.Encryption.KeyFiles)
+	if err != nil {
+		return "", nil, usageErrorf("configuration: %w", err)
+	}
+	return lc.Config.DataDir, keys, checkDataDir(lc.Config.DataDir)
 }
 
 // openOffline opens the data directory of a stopped agent. A running agent holds the directory

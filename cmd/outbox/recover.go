@@ -31,16 +31,21 @@ messageId). It exits 1 only when it could not write the fresh file (and then cha
 A file that passes the full check (the file's structure and every record's checksum) is left as
 it is; --force rebuilds it anyway.
 
+With encryption at rest (queue.encryption.key_files), recover takes the same keys from the
+configuration: a sealed record whose tag fails is damaged and counted unreadable, salvaged
+records stay sealed, and a file holding records sealed with a key that is not configured is not
+touched (exit 2, naming the key id).
+
 The agent must be stopped. Once you are satisfied, delete the .corrupt- file yourself.`,
 		Example: `  outbox recover --data-dir /var/lib/outbox
   outbox recover --data-dir /var/lib/outbox --force`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := stoppedDataDir(a, cmd)
+			dir, keys, err := stoppedDataDir(a, cmd)
 			if err != nil {
 				return err
 			}
-			rep, err := fsck.RecoverWith(dir, fsck.RecoverOptions{Force: force})
+			rep, err := fsck.RecoverWith(dir, fsck.RecoverOptions{Force: force, Keys: keys})
 			if err != nil {
 				return fmt.Errorf("recover %s: %w", dir, storeError(err))
 			}

@@ -61,6 +61,7 @@ func TestAdmin_TokenOpensAdminRoutesAndIngestCredentialsNever(t *testing.T) {
 				{method: http.MethodGet, path: "/v1/dead"},
 				{path: "/v1/flush"},
 				{path: "/v1/dead/replay", body: []byte(`{}`)},
+				{path: "/v1/forget", body: []byte(`{"user_ids":["u"]}`)},
 			} {
 				rq.header = hdr
 				r := h.do(rq)
@@ -229,12 +230,16 @@ func TestAdmin_EveryActionIsAuditedAndPurgesAreCountedAsDrops(t *testing.T) {
 	if r := h.do(req{path: "/v1/dead/purge", body: []byte(`{"all":true}`), header: auth}); r.code != http.StatusOK {
 		t.Fatalf("purge: %d %s", r.code, r.body)
 	}
+	if r := h.do(req{path: "/v1/forget", body: []byte(`{"user_ids":["person-to-forget"]}`), header: auth}); r.code != http.StatusOK {
+		t.Fatalf("forget: %d %s", r.code, r.body)
+	}
 	out := logs.String()
 	for _, want := range []string{
 		`msg="admin action" action=flush credential=admin_token remote_addr=127.0.0.1:`,
 		`msg="admin action" action=dead_list credential=admin_token remote_addr=127.0.0.1:`,
 		`msg="admin action" action=dead_purge credential=admin_token remote_addr=127.0.0.1:`,
 		`ids=all batches=1 events=1`,
+		`msg="admin action" action=forget credential=admin_token remote_addr=127.0.0.1:`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
@@ -242,6 +247,9 @@ func TestAdmin_EveryActionIsAuditedAndPurgesAreCountedAsDrops(t *testing.T) {
 	}
 	if strings.Contains(out, "adm-audit") {
 		t.Errorf("log holds the admin token:\n%s", out)
+	}
+	if strings.Contains(out, "person-to-forget") {
+		t.Errorf("the audit log names the person forgotten:\n%s", out)
 	}
 	if got, ok := value(h.scrape(), "outbox_events_dropped_total", map[string]string{"reason": "purged"}); !ok || got != 1 {
 		t.Errorf("outbox_events_dropped_total{reason=purged} = %v (present %v), want 1", got, ok)

@@ -12,6 +12,8 @@
 //	POST /v1/flush[?wait=30s]           upload now; with wait, answer when done (FlushResult)
 //	GET  /v1/dead, /v1/dead/{id}        dead-letter batches
 //	POST /v1/dead/replay, /v1/dead/purge  {"ids":[...]} or {"all":true}
+//	POST /v1/forget                     {"user_ids":[...],"anonymous_ids":[...],"suppress"?,"unsuppress"?}:
+//	                                    delete those users' queued and dead-lettered events (ForgetResult)
 //	GET  /healthz, /readyz, /metrics    open: probes and scrapers
 //
 // The ingest routes (the first two lines) require a credential when one is configured: one of
@@ -25,7 +27,8 @@
 // constant time and never logged. The listener serves at most Config.MaxConnections
 // connections at once (conn_limit.go).
 //
-// The admin routes (the status page, /v1/samples, /v1/status, /v1/flush, /v1/dead*) never
+// The admin routes (the status page, /v1/samples, /v1/status, /v1/flush, /v1/dead*,
+// /v1/forget) never
 // accept ingest credentials; the admin gate (admin_auth.go) asks for Config.Admin.Token, or a
 // verified client certificate under mTLS, or else a loopback peer under a loopback Host, and
 // refuses cross-site and non-JSON requests on the routes that change state. Every admin action

@@ -14,7 +14,7 @@ import (
 
 // fuzzRoutes are the routes FuzzIngest sends to, picked by the input's first byte.
 var fuzzRoutes = []string{"/v1/batch", "/v1/import", "/v1/track", "/v1/identify", "/v1/alias", "/v1/group",
-	"/v1/dead/purge", "/v1/dead/replay", "/v1/flush"}
+	"/v1/dead/purge", "/v1/dead/replay", "/v1/flush", "/v1/forget"}
 
 // fuzzAuth are the credentials FuzzIngest presents, picked by the input's second byte: none,
 // the write key, a wrong key, the ingest token, the admin token, or whatever the input holds.
@@ -63,7 +63,7 @@ func FuzzIngest(f *testing.F) {
 		h.agent.Handler().ServeHTTP(rec, r)
 
 		switch rec.Code {
-		case 200, 202, 400, 401, 403, 404, 408, 413, 415, 503:
+		case 200, 202, 400, 401, 403, 404, 408, 409, 413, 415, 503:
 		default:
 			t.Fatalf("%s answered %d %s", path, rec.Code, rec.Body)
 		}
@@ -75,7 +75,7 @@ func FuzzIngest(f *testing.F) {
 				t.Fatalf("%s answer holds a secret: %s", path, rec.Body)
 			}
 		}
-		admin := strings.HasPrefix(path, "/v1/dead") || path == "/v1/flush"
+		admin := strings.HasPrefix(path, "/v1/dead") || path == "/v1/flush" || path == "/v1/forget"
 		hasAdminToken := r.Header.Get("Authorization") == "Bearer adm-fuzz"
 		if admin && !hasAdminToken && rec.Code != http.StatusUnauthorized && !strings.HasPrefix(r.Header.Get("Authorization"), "Basic") {
 			t.Fatalf("admin route %s without the admin token answered %d %s", path, rec.Code, rec.Body)

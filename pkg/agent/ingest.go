@@ -12,20 +12,23 @@ import (
 
 // handleBatch serves POST /v1/batch and /v1/import: a Segment batch body, all-or-nothing.
 func (a *Agent) handleBatch(w http.ResponseWriter, r *http.Request) {
-	a.ingest(w, r, false, func(body []byte) ([][]byte, error) {
-		return event.ParseBatch(body, a.evOpts)
+	a.ingest(w, r, false, func(body []byte) ([][]byte, int, error) {
+		return event.ParseBatchSuppressed(body, a.client.IntakeOptions(a.evOpts))
 	})
 }
 
 // handleSingle serves POST /v1/<typ>: one event whose type is set by the route.
 func (a *Agent) handleSingle(typ string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		a.ingest(w, r, true, func(body []byte) ([][]byte, error) {
-			ev, err := event.Normalize(body, typ, a.evOpts)
-			if err != nil {
-				return nil, err
+		a.ingest(w, r, true, func(body []byte) ([][]byte, int, error) {
+			ev, err := event.Normalize(body, typ, a.client.IntakeOptions(a.evOpts))
+			if errors.Is(err, event.ErrSuppressed) {
+				return nil, 1, nil
 			}
-			return [][]byte{ev}, nil
+			if err != nil {
+				return nil, 0, err
+			}
+			return [][]byte{ev}, 0, nil
 		})
 	}
 }
@@ -33,7 +36,9 @@ func (a *Agent) handleSingle(typ string) http.HandlerFunc {
 // ingest runs one ingest request: admit (503 once shutting down), read the body under the
 // limits (413), parse (400 with the index of the bad event; nothing is stored), enqueue
 // durably, and only then answer 200 {"success":true}. single is set on the one-event routes.
-func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, single bool, parse func([]byte) ([][]byte, error)) {
+// parse scrubs the events and leaves out those of suppressed users, which are counted as
+// dropped and answered 200 like the others.
+func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, single bool, parse func([]byte) ([][]byte, int, error)) {
 	done, ok := a.enter()
 	if !ok {
 		writeUnavailable(w, "outbox is shutting down; retry against the restarted agent")
@@ -72,7 +77,7 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, single bool, pars
 		unauthorized(w, c)
 		return
 	}
-	events, err := parse(body.Bytes())
+	events, suppressed, err := parse(body.Bytes())
 	if err != nil {
 		var ee *event.Error
 		if errors.As(err, &ee) && ee.Index >= 0 {
@@ -82,6 +87,7 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, single bool, pars
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	a.client.CountSuppressed(suppressed)
 	if len(events) == 0 {
 		writeSuccess(w)
 		return

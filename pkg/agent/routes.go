@@ -40,6 +40,7 @@ func (a *Agent) routes() http.Handler {
 	admin("GET /v1/dead/{id}", "/v1/dead/{id}", a.handleDeadGet)
 	admin("POST /v1/dead/replay", "/v1/dead/replay", a.handleDeadReplay)
 	admin("POST /v1/dead/purge", "/v1/dead/purge", a.handleDeadPurge)
+	admin("POST /v1/forget", "/v1/forget", a.handleForget)
 
 	open("GET /healthz", "/healthz", http.HandlerFunc(a.handleHealthz))
 	open("GET /readyz", "/readyz", http.HandlerFunc(a.handleReadyz))

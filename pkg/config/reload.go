@@ -120,6 +120,11 @@ func (r *Reloader) apply() agent.Reload {
 	if len(live) == 0 && len(restart) == 0 {
 		infos = append(infos, "no configuration change")
 	}
+	if err := r.client.ReloadSuppressList(); err != nil {
+		notes = append(notes, fmt.Sprintf("suppress list not re-read, the previous one applies: %v", err))
+	} else if next.Privacy.SuppressFile != "" {
+		infos = append(infos, "suppress list re-read")
+	}
 	if err := r.agent.ReloadTLS(); err != nil {
 		notes = append(notes, fmt.Sprintf("TLS certificates not reloaded, the previous ones are served: %v", err))
 	} else if next.Agent.TLS.Enabled() {

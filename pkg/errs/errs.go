@@ -45,6 +45,9 @@ var (
 	// ErrChecksum is returned (wrapped) when a stored record fails its CRC-32C check; such a
 	// record is never uploaded.
 	ErrChecksum = errors.New("record checksum mismatch")
+	// ErrKeyMissing is returned (wrapped, naming the key ids) when the data file holds records
+	// sealed with a key that queue.encryption.key_files does not hold: nothing was changed.
+	ErrKeyMissing = errors.New("a key the data file needs is not configured")
 )
 
 // Dead letters.

@@ -20,32 +20,46 @@ import "sync"
 // others share one allocation. Every event is capped, so that appending to one
 // cannot touch another or body.
 func ParseBatch(body []byte, opt Options) ([][]byte, error) {
+	evs, _, err := ParseBatchSuppressed(body, opt)
+	return evs, err
+}
+
+// ParseBatchSuppressed is ParseBatch that also returns how many valid events it left out
+// because Options.Suppress holds their user; the caller counts them as dropped once it has
+// stored the others. A request with a bad event fails whole, its suppressed events included.
+func ParseBatchSuppressed(body []byte, opt Options) (events [][]byte, suppressed int, err error) {
 	var in intake
 	if err := in.init("", &opt); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	start := skipSpace(body, 0)
 	if start >= len(body) || body[start] != '{' {
-		return nil, &Error{Index: -1, Reason: `the body must be a JSON object {"batch":[…]}, got ` + describe(body[start:])}
+		return nil, 0, &Error{Index: -1, Reason: `the body must be a JSON object {"batch":[…]}, got ` + describe(body[start:])}
 	}
 	ws := getWorkspace()
 	defer putWorkspace(ws)
+	in.scrubs = ws.scrubs[:0]
+	defer func() { ws.scrubs = in.scrubs[:0] }()
 	evs, found, bad := in.parseBody(body, start, ws)
 	switch {
 	case bad != nil:
-		return nil, bad
+		return nil, 0, bad
 	case !found:
-		return nil, &Error{Index: -1, Field: "batch", Reason: "is required: an array of events"}
+		return nil, 0, &Error{Index: -1, Field: "batch", Reason: "is required: an array of events"}
 	case len(evs) == 0:
-		return nil, nil
+		return nil, 0, nil
 	}
 
 	// An event that needs no edit is returned as its bytes in body. The first
 	// event that does allocates the arena for it and the events after it.
-	out := make([][]byte, len(evs))
+	out := make([][]byte, 0, len(evs))
 	var arena []byte
 	for k := range evs {
 		ev, p := body[evs[k].off:], &evs[k].p
+		if p.suppressed {
+			suppressed++
+			continue
+		}
 		in.mark(ev, p)
 		var buf [5]edit
 		edits := in.plan(ev, p, &buf)
@@ -53,9 +67,9 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 			if p.end > in.max {
 				bad := in.tooLarge(p.end)
 				bad.Index = k
-				return nil, bad
+				return nil, 0, bad
 			}
-			out[k] = ev[:p.end:p.end]
+			out = append(out, ev[:p.end:p.end])
 			continue
 		}
 		if arena == nil {
@@ -65,23 +79,26 @@ func ParseBatch(body []byte, opt Options) ([][]byte, error) {
 		o, bad := in.apply(dst, ev, p, edits)
 		if bad != nil {
 			bad.Index = k
-			return nil, bad
+			return nil, 0, bad
 		}
 		if cap(o) == cap(dst) { // it fitted, as every event within the limit does
 			arena = arena[:len(arena)+len(o)]
 		}
-		out[k] = o[:len(o):len(o)]
+		out = append(out, o[:len(o):len(o)])
 	}
-	return out, nil
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, suppressed, nil
 }
 
 // reserve is the arena size for evs once normalised. An event may reserve no
 // more than the size limit: a big batch-level context merged into many
 // events costs memory only for events that are accepted.
 func (in *intake) reserve(evs []located) int {
-	extra, total := in.extra(), 0
+	total := 0
 	for k := range evs {
-		total += min(evs[k].p.end+extra, in.max)
+		total += min(evs[k].p.end+in.extra(&evs[k].p), in.max)
 	}
 	return total
 }
@@ -89,7 +106,8 @@ func (in *intake) reserve(evs []located) int {
 // workspace is ParseBatch's working memory, kept for the next call: nothing it
 // holds is returned.
 type workspace struct {
-	evs []located // the events found in the body
+	evs    []located // the events found in the body
+	scrubs []edit    // their scrub edits
 }
 
 var workspaces = sync.Pool{New: func() any { return new(workspace) }}
@@ -101,7 +119,7 @@ const maxKeptEvents = 4096
 func getWorkspace() *workspace { return workspaces.Get().(*workspace) }
 
 func putWorkspace(ws *workspace) {
-	if cap(ws.evs) > maxKeptEvents {
+	if cap(ws.evs) > maxKeptEvents || cap(ws.scrubs) > maxKeptEvents {
 		return
 	}
 	ws.evs = ws.evs[:0] // located holds no pointers: nothing to clear
@@ -151,7 +169,7 @@ func (in *intake) parseBody(body []byte, start int, ws *workspace) (evs []locate
 			evs = ws.evs
 		case "context", "integrations":
 			var mo *mergeObj
-			if mo, end, bad = newMergeObj(body, v, string(k)); bad != nil {
+			if mo, end, bad = in.newMergeObj(body, v, string(k)); bad != nil {
 				bad.Index = -1
 				return nil, false, bad
 			}

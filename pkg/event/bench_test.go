@@ -50,3 +50,34 @@ func BenchmarkParseBatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNormalizeScrub measures the "sdk" track event of BenchmarkNormalize with no rules
+// and with three: one that matches nothing, one that masks context.ip and one that hashes a
+// property (the 535-byte event has both fields).
+func BenchmarkNormalizeScrub(b *testing.B) {
+	scrub, err := event.NewScrub([]event.ScrubRule{
+		{Path: "context.ip", Action: event.ScrubMask},
+		{Path: "properties.revenue", Action: event.ScrubHash},
+		{Path: "traits.email", Action: event.ScrubRemove},
+	}, []byte("benchmark hash key, 32 bytes...."))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name  string
+		scrub *event.Scrub
+	}{{"none", nil}, {"rules", scrub}} {
+		b.Run(bc.name, func(b *testing.B) {
+			raw := eventtest.Track(42)
+			opt := event.Options{Scrub: bc.scrub}
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := event.Normalize(raw, "", opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}

@@ -37,6 +37,14 @@
 //   - An event over Limits.MaxEventBytes after normalisation is an error that
 //     matches ErrTooLarge.
 //
+// # Scrub and suppress
+//
+// Options.Scrub (scrub.go) removes, masks or hashes fields named by path (context.ip,
+// traits.email) in the same pass: parse walks only the objects a rule reaches and records each
+// edit, emit splices it, so an event is not decoded twice. Options.Suppress (ids.go) holds user
+// ids whose events are left out after they are checked (ErrSuppressed, ParseBatchSuppressed).
+// UserMatcher finds a user's stored events for forgetting them.
+//
 // # Go values
 //
 // An app that holds its events as Go values (a map[string]any shaped like

@@ -16,6 +16,8 @@ const (
 	editTS
 	editCtx
 	editInteg
+	editMask // a scrub rule's mask (scrub.go)
+	editHash // a scrub rule's hash (scrub.go)
 )
 
 // editMode says how an edit is placed.
@@ -25,6 +27,7 @@ const (
 	modeAppend  editMode = iota // add a member before the event's closing '}'
 	modeReplace                 // replace the value span [pos, end)
 	modeInsert                  // insert members just after an object's '{'
+	modeDelete                  // delete [pos, end): a member a scrub rule removes
 )
 
 // edit is one splice into the event.
@@ -66,6 +69,9 @@ func (in *intake) plan(b []byte, p *parsed, buf *[5]edit) []edit {
 			edits = addEdit(edits, p.integ, closing, editInteg, true)
 		}
 	}
+	// The scrub rules' edits go after normalisation's: an insertion at an object's '{'
+	// stays before the removal of a first member that starts there.
+	edits = append(edits, in.scrubs[p.scrubFrom:p.scrubTo]...)
 	// Insertion sort by position; appends share one position and keep
 	// their order.
 	for i := 1; i < len(edits); i++ {
@@ -94,7 +100,12 @@ func (in *intake) apply(dst []byte, b []byte, p *parsed, edits []edit) ([]byte, 
 			out = append(out, memberName[e.kind]...)
 			out = in.appendValue(out, p, e.kind)
 		case modeReplace:
-			out = in.appendValue(out, p, e.kind)
+			if e.kind >= editMask {
+				out = in.scrubValue(out, b, e)
+			} else {
+				out = in.appendValue(out, p, e.kind)
+			}
+		case modeDelete:
 		case modeInsert:
 			out = in.appendMembers(out, p, e.kind)
 			if (e.kind == editCtx && p.ctxMembers > 0) || (e.kind == editInteg && p.integMembers > 0) {

@@ -12,6 +12,10 @@ var ErrInvalid = errors.New("invalid event input")
 // than Limits.MaxEventBytes after normalisation.
 var ErrTooLarge = errors.New("event too large")
 
+// ErrSuppressed is returned by Normalize and AppendNormalized for a valid event whose user
+// Options.Suppress holds: it is to be dropped, and the caller counts it.
+var ErrSuppressed = errors.New("event of a suppressed user")
+
 // ErrBadLibrary is returned when Options.Library is not a JSON object (a
 // mistake of the caller's configuration, not bad input).
 var ErrBadLibrary = errors.New("event: Options.Library must be a JSON object")

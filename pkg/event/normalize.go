@@ -16,9 +16,12 @@ type parsed struct {
 
 	typ, msgID, ts, ctx, integ span
 
-	ctxMembers   int  // members of the event's context object
+	ctxMembers   int  // members of the event's context object (those scrub rules keep)
 	ctxLibrary   bool // context.library is present
-	integMembers int  // members of the event's integrations object
+	integMembers int  // members of the event's integrations object (those scrub rules keep)
+
+	scrubFrom, scrubTo int  // the event's scrub edits: intake.scrubs[scrubFrom:scrubTo]
+	suppressed         bool // its userId or anonymousId is in Options.Suppress
 }
 
 // ids are the fields only the rules look at.
@@ -35,6 +38,10 @@ type intake struct {
 	libExt []byte    // Options.Library, or the default when it does not fit libArr
 	libArr [64]byte  // the default library, built without allocating
 	libLen int
+
+	scrub    *Scrub // Options.Scrub
+	suppress *IDSet // Options.Suppress
+	scrubs   []edit // the scrub edits of the events parsed so far (scrub.go), by event
 
 	haveNow bool
 	now     time.Time
@@ -63,6 +70,7 @@ func (in *intake) init(typ string, opt *Options) error {
 	}
 	in.libExt = lib
 	in.typ, in.max, in.nowFn = typ, opt.maxEventBytes(), opt.Now
+	in.scrub, in.suppress = opt.Scrub, opt.Suppress
 	if in.nowFn == nil {
 		in.nowFn = time.Now
 	}
@@ -93,9 +101,9 @@ func (in *intake) timestamp() []byte {
 	return in.tsArr[:in.tsLen]
 }
 
-// extra bounds how many bytes emit may add to one event.
-func (in *intake) extra() int {
-	n := 160 + len(in.lib())
+// extra bounds how many bytes emit may add to the event p.
+func (in *intake) extra(p *parsed) int {
+	n := 160 + len(in.lib()) + (p.scrubTo-p.scrubFrom)*scrubbedLen
 	if in.ctx != nil {
 		n += 2 * len(in.ctx.raw)
 	}
@@ -138,8 +146,11 @@ func AppendNormalized(dst, raw []byte, typ string, opt Options) ([]byte, error) 
 		bad.Index = 0
 		return dst, bad
 	}
+	if p.suppressed {
+		return dst, ErrSuppressed
+	}
 	if dst == nil {
-		dst = make([]byte, 0, p.end+in.extra())
+		dst = make([]byte, 0, p.end+in.extra(&p))
 	}
 	out, bad := in.emit(dst, raw[start:], &p)
 	if bad != nil {
@@ -157,6 +168,8 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 	}
 	var id ids
 	var keys keySet
+	var rm removal
+	p.scrubFrom = len(in.scrubs)
 	it := newObjIter(b, 0)
 	for {
 		m, ok, se := it.key()
@@ -173,6 +186,10 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 		}
 		var end int
 		var sp *span
+		var rule *scrubNode
+		if in.scrub != nil {
+			rule = in.scrub.root.child(k)
+		}
 		switch string(k) {
 		case "type":
 			sp = &p.typ
@@ -193,12 +210,19 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 		case "context":
 			sp = &p.ctx
 			if m.valStart < len(b) && b[m.valStart] == '{' {
-				end, p.ctxMembers, p.ctxLibrary, se = walkNested(b, m.valStart, nil, true)
+				end, p.ctxMembers, p.ctxLibrary, se = in.walkNested(b, m.valStart, 2, nil, true, rule)
 			}
+			rule = nil
 		case "integrations":
 			sp = &p.integ
 			if m.valStart < len(b) && b[m.valStart] == '{' {
-				end, p.integMembers, _, se = walkNested(b, m.valStart, nil, false)
+				end, p.integMembers, _, se = in.walkNested(b, m.valStart, 2, nil, false, rule)
+			}
+			rule = nil
+		default:
+			if rule != nil && rule.action == 0 && m.valStart < len(b) && b[m.valStart] == '{' {
+				end, _, _, se = in.walkNested(b, m.valStart, 2, nil, false, rule)
+				rule = nil
 			}
 		}
 		if end == 0 && se == nil {
@@ -215,9 +239,18 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 		if se = it.value(end); se != nil {
 			return p, badSyntax(se, "event")
 		}
+		if rule != nil && rule.action != 0 && in.scrubMember(b, &m, end, &it, &rm, rule.action) {
+			p.members--
+		}
+		rm.next(end)
 	}
 	p.end = it.end
-	return p, in.check(b, &p, &id)
+	p.scrubTo = len(in.scrubs)
+	if bad := in.check(b, &p, &id); bad != nil {
+		return p, bad
+	}
+	p.suppressed = in.suppress.holdsUser(b, id.userID, id.anonID)
+	return p, nil
 }
 
 // mark records in the batch-level objects which of their keys the event's
@@ -232,16 +265,23 @@ func (in *intake) mark(b []byte, p *parsed) {
 			continue
 		}
 		clear(x.mo.present)
+		copy(x.mo.present, x.mo.dropped) // a member a rule removes counts as had: it is not added
 		if x.s.present() && b[x.s.start] == '{' {
-			_, _, _, _ = walkNested(b, x.s.start, x.mo, false)
+			_, _, _, _ = in.walkNested(b, x.s.start, 2, x.mo, false, nil)
 		}
 	}
 }
 
-// walkNested validates the object at b[start] (a context or integrations
-// object at depth 2), counting its members, noting a "library" key when
-// wantLibrary, and marking in mo the batch-level keys it already has.
-func walkNested(b []byte, start int, mo *mergeObj, wantLibrary bool) (end, n int, library bool, se *syntaxError) {
+// walkNested validates the object at b[start], at nesting depth depth (a context or
+// integrations object is at depth 2), counting its members, noting a "library" key when
+// wantLibrary, marking in mo the batch-level keys it already has, and recording the edits of
+// the scrub rules below node (nil: none) for its members and, through the objects on their
+// paths, for the members of those. n counts the members the rules keep.
+func (in *intake) walkNested(b []byte, start, depth int, mo *mergeObj, wantLibrary bool, node *scrubNode) (end, n int, library bool, se *syntaxError) {
+	if depth > maxDepth {
+		return 0, 0, false, &syntaxError{start, "nested too deeply"}
+	}
+	var rm removal
 	it := newObjIter(b, start)
 	for {
 		m, ok, se := it.key()
@@ -252,7 +292,8 @@ func walkNested(b []byte, start int, mo *mergeObj, wantLibrary bool) (end, n int
 			return it.end, n, library, nil
 		}
 		n++
-		if wantLibrary || mo != nil {
+		var rule *scrubNode
+		if wantLibrary || mo != nil || node != nil {
 			k := m.key(b)
 			if wantLibrary && string(k) == "library" {
 				library = true
@@ -262,14 +303,26 @@ func walkNested(b []byte, start int, mo *mergeObj, wantLibrary bool) (end, n int
 					mo.present[j] = true
 				}
 			}
+			if node != nil {
+				rule = node.child(k)
+			}
 		}
-		e, se := scanValue(b, m.valStart, 2)
+		var e int
+		if rule != nil && rule.action == 0 && m.valStart < len(b) && b[m.valStart] == '{' {
+			e, _, _, se = in.walkNested(b, m.valStart, depth+1, nil, false, rule)
+		} else {
+			e, se = scanValue(b, m.valStart, depth)
+		}
 		if se != nil {
 			return 0, 0, false, se
 		}
 		if se = it.value(e); se != nil {
 			return 0, 0, false, se
 		}
+		if rule != nil && rule.action != 0 && in.scrubMember(b, &m, e, &it, &rm, rule.action) {
+			n--
+		}
+		rm.next(e)
 	}
 }
 

@@ -33,6 +33,15 @@ type Options struct {
 	// Now gives the intake time, used for a missing timestamp and for the
 	// time part of generated messageIds; nil means time.Now.
 	Now func() time.Time
+	// Scrub, when not nil, removes, masks or hashes fields of every event as
+	// its rules say (scrub.go); the returned bytes hold only the scrubbed values.
+	Scrub *Scrub
+	// Suppress, when not nil, holds the ids of users whose events are dropped:
+	// an event whose userId or anonymousId it holds is checked like any other
+	// (a bad one still fails its request) and then left out: AppendNormalized
+	// and Normalize return ErrSuppressed for it, ParseBatch leaves it out of
+	// its result and ParseBatchSuppressed counts it.
+	Suppress *IDSet
 }
 
 // maxEventBytes returns the effective event size limit.

@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
 
 // ceilings caches the raw bbolt ceiling per event size for the ratio metric.
@@ -71,26 +72,45 @@ func BenchmarkRawBoltCeiling(b *testing.B) {
 	}
 }
 
-// BenchmarkEnqueue measures durable intake with 1, 8 and 64 producers.
+// encryptions are the two settings of queue.encryption.key_files the benchmarks compare: off,
+// and on with one key (AES-256-GCM on every record written and read).
+var encryptions = []struct {
+	name string
+	keys func(b *testing.B) *keyring.Keyring
+}{
+	{"encryption=off", func(*testing.B) *keyring.Keyring { return nil }},
+	{"encryption=on", func(b *testing.B) *keyring.Keyring {
+		kr, err := keyring.New(bytes.Repeat([]byte{7}, keyring.KeySize))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return kr
+	}},
+}
+
+// BenchmarkEnqueue measures durable intake with 1, 8 and 64 producers, with encryption at rest
+// off and on.
 func BenchmarkEnqueue(b *testing.B) {
 	for _, sync := range []bool{true, false} {
 		for _, size := range []int{500, 1024} {
 			for _, g := range []int{1, 8, 64} {
-				mode := "sync_always"
-				if !sync {
-					mode = "sync_none"
+				for _, enc := range encryptions {
+					mode := "sync_always"
+					if !sync {
+						mode = "sync_none"
+					}
+					b.Run(fmt.Sprintf("%s/%dB/goroutines=%d/%s", mode, size, g, enc.name), func(b *testing.B) {
+						benchEnqueue(b, !sync, size, g, enc.keys(b))
+					})
 				}
-				b.Run(fmt.Sprintf("%s/%dB/goroutines=%d", mode, size, g), func(b *testing.B) {
-					benchEnqueue(b, !sync, size, g)
-				})
 			}
 		}
 	}
 }
 
-func benchEnqueue(b *testing.B, noSync bool, size, goroutines int) {
+func benchEnqueue(b *testing.B, noSync bool, size, goroutines int, keys *keyring.Keyring) {
 	ceiling := ceilingFor(b, size)
-	q, err := queue.Open(b.TempDir(), queue.Config{NoSync: noSync, MaxBytes: 1 << 40})
+	q, err := queue.Open(b.TempDir(), queue.Config{NoSync: noSync, MaxBytes: 1 << 40, Keys: keys})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,10 +143,17 @@ func benchEnqueue(b *testing.B, noSync bool, size, goroutines int) {
 	b.ReportMetric(float64(st.Enqueued)/float64(max(st.Commits, 1)), "events/commit")
 }
 
-// BenchmarkDrain measures Lease(500)+Ack from a full queue, fsync on.
+// BenchmarkDrain measures Lease(500)+Ack from a full queue, fsync on, with encryption at rest
+// off and on.
 func BenchmarkDrain(b *testing.B) {
+	for _, enc := range encryptions {
+		b.Run(enc.name, func(b *testing.B) { benchDrain(b, enc.keys(b)) })
+	}
+}
+
+func benchDrain(b *testing.B, keys *keyring.Keyring) {
 	dir := b.TempDir()
-	q, err := queue.Open(dir, queue.Config{NoSync: true, MaxBytes: 1 << 40})
+	q, err := queue.Open(dir, queue.Config{NoSync: true, MaxBytes: 1 << 40, Keys: keys})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,7 +169,7 @@ func BenchmarkDrain(b *testing.B) {
 		}
 	}
 	_ = q.Close()
-	q, err = queue.Open(dir, queue.Config{MaxBytes: 1 << 40})
+	q, err = queue.Open(dir, queue.Config{MaxBytes: 1 << 40, Keys: keys})
 	if err != nil {
 		b.Fatal(err)
 	}

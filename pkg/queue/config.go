@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
 
 // WhenFull is the policy when an Enqueue does not fit in Config.MaxBytes.
@@ -37,6 +38,8 @@ type Config struct {
 	OnCorrupt func(err error)
 	// Now gives the intake time stamped into keys; nil → time.Now.
 	Now func() time.Time
+	// Keys seal the stored events and dead letters (store.Options.Keys); nil stores them plain.
+	Keys *keyring.Keyring
 }
 
 // Default bounds.

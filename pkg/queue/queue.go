@@ -21,7 +21,8 @@ type Batch = store.Batch
 type Stats = store.Stats
 
 // DropReasons returns every reason an event may be dropped for, the keys Stats.Dropped may
-// hold: store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum and store.ReasonPurged.
+// hold: store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum,
+// store.ReasonSuppressed and store.ReasonPurged.
 func DropReasons() []string { return store.DropReasons() }
 
 // DropReasonPurged is the drop reason of the events in dead batches an operator purged.
@@ -48,7 +49,7 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	policy := Policy(cfg)
 	s, err := store.Open(dir, store.Options{
 		NoSync: cfg.NoSync, Policy: policy, Logger: cfg.Logger, OnCommit: cfg.OnCommit,
-		OnDrop: cfg.OnDrop, OnCorrupt: cfg.OnCorrupt, Now: cfg.Now,
+		OnDrop: cfg.OnDrop, OnCorrupt: cfg.OnCorrupt, Now: cfg.Now, Keys: cfg.Keys,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)

@@ -16,7 +16,7 @@ import (
 func (s *Store) backgroundCheck() {
 	defer s.checking.Store(false)
 	s.dbmu.RLock()
-	res, err := fsck.CheckRecords(s.db, s.quit)
+	res, err := fsck.CheckRecords(s.db, s.opt.Keys, false, s.quit)
 	s.dbmu.RUnlock()
 	if errors.Is(err, fsck.ErrCheckAborted) {
 		return

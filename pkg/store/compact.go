@@ -7,6 +7,7 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -117,10 +118,11 @@ func copyMmapSize(live int64) int {
 	return int(m)
 }
 
-// Compact compacts the data file of dir offline (`outbox compact`). It takes
-// the directory lock, so it fails with errs.ErrLocked while an agent runs.
-func Compact(dir string) (before, after int64, err error) {
-	s, err := Open(dir, Options{CompactMinBytes: -1})
+// Compact compacts the data file of dir offline (`outbox compact`), with the keys its records
+// need (nil for a plain file; see Options.Keys). It takes the directory lock, so it fails with
+// errs.ErrLocked while an agent runs.
+func Compact(dir string, keys *keyring.Keyring) (before, after int64, err error) {
+	s, err := Open(dir, Options{CompactMinBytes: -1, Keys: keys})
 	if err != nil {
 		return 0, 0, err
 	}

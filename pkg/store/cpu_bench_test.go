@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
 
 // BenchmarkCPUPerEvent measures the process CPU (user+sys) the store spends per event while
@@ -33,15 +34,29 @@ func BenchmarkCPUPerEvent(b *testing.B) {
 		{"sync1", 1, 1, false, 0, 545},
 		{"sync8", 8, 1, false, 0, 545},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			benchCPU(b, c.producers, c.perCall, c.async, c.window, c.eventBytes)
-		})
+		for _, enc := range []struct {
+			name string
+			keys *keyring.Keyring
+		}{{"encryption=off", nil}, {"encryption=on", benchKeys(b)}} {
+			b.Run(c.name+"/"+enc.name, func(b *testing.B) {
+				benchCPU(b, c.producers, c.perCall, c.async, c.window, c.eventBytes, enc.keys)
+			})
+		}
 	}
 }
 
-func benchCPU(b *testing.B, producers, perCall int, async bool, window, size int) {
+// benchKeys is a keyring of one key: encryption at rest on.
+func benchKeys(b *testing.B) *keyring.Keyring {
+	kr, err := keyring.New(bytes.Repeat([]byte{7}, keyring.KeySize))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kr
+}
+
+func benchCPU(b *testing.B, producers, perCall int, async bool, window, size int, keys *keyring.Keyring) {
 	var commits atomic.Int64
-	s, err := store.Open(b.TempDir(), store.Options{OnCommit: func(int, time.Duration) { commits.Add(1) }})
+	s, err := store.Open(b.TempDir(), store.Options{OnCommit: func(int, time.Duration) { commits.Add(1) }, Keys: keys})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func (s *Store) DeadList() ([]DeadBatch, error) {
 	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(format.BucketDead).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			d, err := decodeDeadBatch(k, v, false)
+			d, err := s.decodeDeadBatch(k, v, false)
 			if err != nil {
 				return err
 			}
@@ -73,18 +73,18 @@ func (s *Store) DeadGet(id []byte) (DeadBatch, error) {
 			return errs.ErrNotFound
 		}
 		var err error
-		out, err = decodeDeadBatch(id, v, true)
+		out, err = s.decodeDeadBatch(id, v, true)
 		return err
 	})
 	return out, err
 }
 
-func decodeDeadBatch(k, v []byte, withEvents bool) (DeadBatch, error) {
+func (s *Store) decodeDeadBatch(k, v []byte, withEvents bool) (DeadBatch, error) {
 	id, err := ksuid.FromBytes(k)
 	if err != nil {
 		return DeadBatch{}, err
 	}
-	p, err := format.DecodeRecord(v)
+	p, err := s.codec.Payload(format.BucketDead, k, v)
 	if err != nil {
 		return DeadBatch{}, errors.Join(errors.New("dead batch "+id.String()), err)
 	}

@@ -15,10 +15,19 @@ import (
 
 func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState) error {
 	events := make([][]byte, 0, len(keys))
-	err := deleteEvents(b, keys, w, func(p []byte) { events = append(events, append([]byte(nil), p...)) })
+	damaged := 0
+	err := deleteEvents(b, keys, w, func(k, rec []byte) {
+		_, p, err := s.codec.Open(nil, format.BucketEvents, k, rec, &s.scratch)
+		if err != nil {
+			damaged++ // never moved on, as it would never be uploaded: counted below
+			return
+		}
+		events = append(events, p)
+	})
 	if err != nil {
 		return err
 	}
+	s.drop(w, ReasonChecksum, damaged, "dead_lettering", true)
 	if len(events) == 0 {
 		return nil
 	}
@@ -28,7 +37,7 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 	}
 	id := w.nextKey(s.opt.Now())
 	payload := format.EncodeDead(info, events)
-	if err := b.dead.Put(id[:], format.EncodeRecord(payload)); err != nil {
+	if err := b.dead.Put(id[:], s.codec.Encode(format.BucketDead, id[:], payload)); err != nil {
 		return err
 	}
 	h, _ := format.DecodeDeadHeader(payload)
@@ -43,7 +52,7 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 		if k == nil {
 			break
 		}
-		dh := deadHeaderOf(v)
+		dh := s.deadHeaderOf(k, v)
 		if err := b.dead.Delete(k); err != nil {
 			return err
 		}
@@ -56,9 +65,10 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 	return nil
 }
 
-// deadHeaderOf decodes a dead record's header; a broken one counts as empty.
-func deadHeaderOf(v []byte) format.DeadHeader {
-	p, err := format.DecodeRecord(v)
+// deadHeaderOf decodes the header of the dead record v under key k; a broken one counts as
+// empty.
+func (s *Store) deadHeaderOf(k, v []byte) format.DeadHeader {
+	p, err := s.codec.Payload(format.BucketDead, k, v)
 	if err != nil {
 		return format.DeadHeader{}
 	}
@@ -100,7 +110,7 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 	items := make([]item, 0, len(keys))
 	var need int64
 	for _, k := range keys {
-		p, err := format.DecodeRecord(b.dead.Get(k))
+		p, err := s.codec.Payload(format.BucketDead, k, b.dead.Get(k))
 		if err != nil {
 			return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 		}
@@ -126,7 +136,7 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 			if run.first.IsNil() {
 				run.first = k
 			}
-			if err := b.events.Put(k[:], format.EncodeRecord(e)); err != nil {
+			if err := b.events.Put(k[:], s.codec.Encode(format.BucketEvents, k[:], e)); err != nil {
 				return err
 			}
 			w.Events++
@@ -153,7 +163,7 @@ func (s *Store) applyPurge(b buckets, r *request, w *writerState) error {
 		return err
 	}
 	for _, k := range keys {
-		h := deadHeaderOf(b.dead.Get(k))
+		h := s.deadHeaderOf(k, b.dead.Get(k))
 		if err := b.dead.Delete(k); err != nil {
 			return err
 		}

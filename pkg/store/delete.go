@@ -8,9 +8,9 @@ import (
 )
 
 // deleteEvents removes the events stored under keys and subtracts them from w's counters; keys
-// that are not stored are ignored. visit, when not nil, sees each deleted record's payload
-// (before its checksum is verified; aliasing the page, so valid only during the call) in the
-// order they are deleted: last key first.
+// that are not stored are ignored. visit, when not nil, sees each deleted record's key and
+// record (not verified; aliasing the page, so valid only during the call) in the order they
+// are deleted: last key first.
 //
 // An ack deletes a contiguous run of keys (one batch, or several consecutive ones), so this
 // walks one cursor instead of searching the tree twice per key (Get for the size, then
@@ -26,7 +26,7 @@ import (
 // Next would skip it (etcd-io/bbolt#146, boltdb/bolt#620), while on a leaf read from its page
 // the cursor keeps reading the unchanged page. Prev is right in both cases: the element
 // before the deleted one has not moved.
-func deleteEvents(b buckets, keys [][]byte, w *writerState, visit func(payload []byte)) error {
+func deleteEvents(b buckets, keys [][]byte, w *writerState, visit func(k, rec []byte)) error {
 	c := b.events.Cursor()
 	var k, v []byte // where the cursor is; k == nil: unknown, seek
 	for i := len(keys) - 1; i >= 0; i-- {
@@ -37,7 +37,7 @@ func deleteEvents(b buckets, keys [][]byte, w *writerState, visit func(payload [
 				continue
 			}
 		}
-		if err := deleteAt(c, v, w, visit); err != nil {
+		if err := deleteAt(c, k, v, w, visit); err != nil {
 			return err
 		}
 		k, v = c.Prev()
@@ -45,12 +45,13 @@ func deleteEvents(b buckets, keys [][]byte, w *writerState, visit func(payload [
 	return nil
 }
 
-// deleteAt deletes the event under c, whose value is v, from the bucket and the counters.
-func deleteAt(c *bolt.Cursor, v []byte, w *writerState, visit func(payload []byte)) error {
-	if visit != nil && len(v) >= format.RecordHeader {
-		visit(v[format.RecordHeader:])
+// deleteAt deletes the event under c, whose key and value are k and v, from the bucket and the
+// counters.
+func deleteAt(c *bolt.Cursor, k, v []byte, w *writerState, visit func(k, rec []byte)) error {
+	if visit != nil {
+		visit(k, v)
 	}
-	n := int64(len(v) - format.RecordHeader)
+	n := int64(format.PayloadLen(v))
 	if err := c.Delete(); err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func (s *Store) evictOldest(b buckets, bytes int64, w *writerState) (int, error)
 			first = append([]byte(nil), k...)
 		}
 		last = append(last[:0], k...)
-		if err := deleteAt(c, v, w, nil); err != nil {
+		if err := deleteAt(c, k, v, w, nil); err != nil {
 			return evicted, err
 		}
 		evicted++

@@ -46,6 +46,10 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 			s.drop(w, ReasonChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
 		}
 		return clearRetry(b, r.keys[0], r.keys[0])
+	case opForget:
+		return s.applyForget(b, r, w)
+	case opSalt:
+		return applySalt(b, r)
 	case opFixCounts:
 		w.Events += r.delta.Events
 		w.Bytes += r.delta.Bytes
@@ -65,17 +69,22 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 // transaction ends, which the block outlives: the writer hands it back to the
 // pool (putBlock) only after that, so appends reuse blocks instead of
 // allocating one per request.
-func appendBlock(events [][]byte) *[]byte {
+//
+// With encryption on, the block holds each record unsealed (its nonce and the event in the
+// clear): its additional data binds the key, which only the writer knows, so the writer seals
+// each record in place once it has its key (applyAppend), without a copy or an allocation.
+func (s *Store) appendBlock(events [][]byte) *[]byte {
 	n := 0
+	over := s.codec.Overhead()
 	for _, e := range events {
-		n += blockEntryHeader + format.RecordHeader + len(e)
+		n += blockEntryHeader + over + len(e)
 	}
 	p := getBlock(n)
 	buf := *p
 	for _, e := range events {
-		buf = binary.BigEndian.AppendUint32(buf, uint32(format.RecordHeader+len(e)))
+		buf = binary.BigEndian.AppendUint32(buf, uint32(over+len(e)))
 		buf = append(buf, ksuid.Nil[:]...)
-		buf = format.AppendRecord(buf, e)
+		buf = s.codec.AppendUnsealed(buf, e)
 	}
 	*p = buf
 	return p
@@ -104,12 +113,14 @@ func (s *Store) applyAppend(b buckets, block []byte, count int, need int64, w *w
 		copy(key, k[:])
 		off += len(k)
 		end := off + size
-		if err := b.events.Put(key, block[off:end:end]); err != nil {
+		rec := block[off:end:end]
+		s.codec.Seal(rec, format.BucketEvents, key, &s.scratch)
+		if err := b.events.Put(key, rec); err != nil {
 			return err
 		}
 		off = end
 		w.Events++
-		w.Bytes += int64(size - format.RecordHeader)
+		w.Bytes += int64(format.PayloadLen(rec))
 		w.enqueued++
 	}
 	s.pendingRuns = append(s.pendingRuns, intakeRun{first: first, last: w.last, at: now})

@@ -3,6 +3,8 @@ package store
 import (
 	"log/slog"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
 
 // Options configures a Store. The zero value is usable: fsync on every
@@ -31,6 +33,9 @@ type Options struct {
 	// BackgroundCheckBytes: a file larger than this is checked in the
 	// background so intake is ready at once; 0 means 64 MiB, <0 always.
 	BackgroundCheckBytes int64
+	// Keys seal every record of the events and dead buckets (queue.encryption.key_files): the
+	// first seals, every key opens. nil stores plain records. See doc.go, "Encryption at rest".
+	Keys *keyring.Keyring
 	// CompactMinBytes: the file is compacted online (after the queue
 	// drained, see doc.go) only when larger than this. 0 means 1 MiB; <0
 	// disables online compaction.
@@ -42,12 +47,13 @@ const (
 	ReasonDropOldest   = "drop_oldest"   // evicted from the head by the when_full policy
 	ReasonDeadOverflow = "dead_overflow" // dead batch dropped past DeadMaxBytes
 	ReasonChecksum     = "checksum"      // record failed its CRC at lease time
+	ReasonSuppressed   = "suppressed"    // dropped at intake: its user is on the suppress list (CountDropped)
 	ReasonPurged       = "purged"        // dead batch deleted by an operator (Purge)
 )
 
 // DropReasons returns every drop reason, in the order above: the keys Stats.Dropped may hold.
 func DropReasons() []string {
-	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonPurged}
+	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonSuppressed, ReasonPurged}
 }
 
 func (o Options) withDefaults() Options {

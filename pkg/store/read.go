@@ -112,27 +112,30 @@ func (s *Store) readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) 
 	}
 	arena := *block
 	defer func() { *block = arena }()
+	var scratch format.Scratch
 	for ; k != nil && len(b.keys) < maxEvents; k, v = c.Next() {
-		p, err := format.DecodeRecord(v)
+		if len(b.keys) > 0 && maxBytes >= 0 && b.Bytes+format.PayloadLen(v) > maxBytes {
+			return b, nil, true
+		}
+		// Verified (a plain record's CRC, a sealed one's tag) and copied into the block in one
+		// step: a sealed record is opened straight into it.
+		n := len(arena)
+		var err error
+		arena, _, err = s.codec.Open(arena, format.BucketEvents, k, v, &scratch)
 		if err != nil {
 			if len(b.keys) == 0 {
 				return nil, append([]byte(nil), k...), true
 			}
 			return b, nil, true
 		}
-		if len(b.keys) > 0 && maxBytes >= 0 && b.Bytes+len(p) > maxBytes {
-			return b, nil, true
-		}
 		// Each key and event is a full slice expression into its block, so that appending to
 		// one cannot overwrite the next (nor, should the run have changed between the walks,
 		// which the transaction rules out, an append that outgrows a block move what is taken).
-		n := len(keys)
+		b.Events = append(b.Events, arena[n:len(arena):len(arena)])
+		b.Bytes += len(arena) - n
+		n = len(keys)
 		keys = append(keys, k...)
 		b.keys = append(b.keys, keys[n:len(keys):len(keys)])
-		n = len(arena)
-		arena = append(arena, p...)
-		b.Events = append(b.Events, arena[n:len(arena):len(arena)])
-		b.Bytes += len(p)
 	}
 	return b, nil, k != nil
 }
@@ -147,7 +150,7 @@ func runSize(c *bolt.Cursor, k, v []byte, maxEvents, maxBytes int, stopAt []byte
 		if n > 0 && stopAt != nil && bytes.Compare(k, stopAt) >= 0 {
 			break
 		}
-		p := max(len(v)-format.RecordHeader, 0)
+		p := format.PayloadLen(v)
 		if n > 0 && maxBytes >= 0 && total+p > maxBytes {
 			break
 		}

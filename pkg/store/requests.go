@@ -123,7 +123,7 @@ func (s *Store) appendRequest(r *request, events [][]byte) error {
 			return err
 		}
 	}
-	*r = request{kind: opAppend, count: len(events), block: appendBlock(events), need: need}
+	*r = request{kind: opAppend, count: len(events), block: s.appendBlock(events), need: need}
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/store/fsck"
 	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -41,22 +42,27 @@ type Store struct {
 	notify   chan struct{}
 	failed   atomic.Pointer[CorruptError]
 	checking atomic.Bool
+	codec    format.Codec // seals and opens the records of events and dead (seal.go)
 
-	w            writerState   // owned by the writer goroutine
-	group        []*request    // owned by the writer goroutine: the requests of the transaction being built
-	held         *request      // owned by the writer goroutine: a compaction request taken, run after the group
-	pendingDrops []pendingDrop // owned by the writer goroutine
-	pendingRuns  []intakeRun   // owned by the writer goroutine: runs appended by this group
-	intake       intakeRing    // owned by the writer goroutine
-	cs           compactState  // owned by the writer goroutine
-	fill         fillState     // owned by the writer goroutine: how long a group waits for callers coming back
+	w            writerState    // owned by the writer goroutine
+	group        []*request     // owned by the writer goroutine: the requests of the transaction being built
+	held         *request       // owned by the writer goroutine: a compaction request taken, run after the group
+	pendingDrops []pendingDrop  // owned by the writer goroutine
+	pendingRuns  []intakeRun    // owned by the writer goroutine: runs appended by this group
+	intake       intakeRing     // owned by the writer goroutine
+	cs           compactState   // owned by the writer goroutine
+	fill         fillState      // owned by the writer goroutine: how long a group waits for callers coming back
+	scratch      format.Scratch // owned by the writer goroutine: the additional data of the record it seals or opens
 
 	// awaitedQueued counts the AppendAwaited requests handed to the writer's channel and not
 	// yet taken into a group (see fillState).
 	awaitedQueued atomic.Int64
 
-	mu  sync.Mutex // guards pub
+	mu  sync.Mutex // guards pub and intakeDropped
 	pub writerState
+	// intakeDropped counts the events dropped before they reached the writer (CountDropped),
+	// by reason; never modified in place, like writerState.dropped.
+	intakeDropped map[string]int64
 
 	room atomic.Pointer[roomCh] // closed (and replaced) by the writer whenever bytes are freed
 }
@@ -111,7 +117,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	s := &Store{
 		dir: dir, path: filepath.Join(dir, FileName), opt: opt, log: opt.Logger, lock: lock,
 		reqs: make(chan *request, maxQueued), quit: make(chan struct{}), stopped: make(chan struct{}),
-		notify: make(chan struct{}, 1),
+		notify: make(chan struct{}, 1), codec: format.NewCodec(opt.Keys),
 	}
 	s.room.Store(&roomCh{ch: make(chan struct{})})
 	checked, err := s.open()
@@ -161,19 +167,35 @@ func (s *Store) open() (checked *fsck.CheckResult, err error) {
 		}
 		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
+	// Which keys the records need, before anything is written: a missing key changes nothing.
+	ks, err := checkKeys(db, s.path, s.opt.Keys)
+	if err != nil {
+		_ = db.Close()
+		var me *keyring.MissingError
+		if errors.As(err, &me) {
+			return nil, err
+		}
+		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+	}
 	if size > 0 && !background {
-		res, err := fsck.CheckRecords(db, nil)
+		res, err := fsck.CheckRecords(db, s.opt.Keys, ks.sealPlain, nil)
 		if err != nil {
 			_ = db.Close()
 			return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 		}
 		checked = &res
 	}
-	if err := s.load(db); err != nil {
+	if err := s.load(db, ks.set); err != nil {
 		_ = db.Close()
 		return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
 	}
 	s.db = db
+	if ks.sealPlain {
+		if err := s.sealPlain(db, ks.set); err != nil {
+			_ = db.Close()
+			return nil, &CorruptError{Path: s.path, Dir: s.dir, Err: err}
+		}
+	}
 	if background {
 		s.checking.Store(true)
 		go s.backgroundCheck()
@@ -182,7 +204,7 @@ func (s *Store) open() (checked *fsck.CheckResult, err error) {
 }
 
 // load creates missing buckets and reads the counters, head and last key.
-func (s *Store) load(db *bolt.DB) (err error) {
+func (s *Store) load(db *bolt.DB, seal format.SealSet) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // db.Update has rolled back
@@ -199,6 +221,11 @@ func (s *Store) load(db *bolt.DB) (err error) {
 		meta := tx.Bucket(format.BucketMeta)
 		if meta.Get(format.MetaFormat) == nil {
 			if err := meta.Put(format.MetaFormat, format.EncodeRecord([]byte{1})); err != nil {
+				return err
+			}
+		}
+		if !sameSet(meta, seal) { // the keys this process seals with are named before it writes
+			if err := meta.Put(format.MetaSeal, format.EncodeRecord(format.EncodeSealSet(seal))); err != nil {
 				return err
 			}
 		}
@@ -304,8 +331,15 @@ type Stats struct {
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	p := s.pub
+	early := s.intakeDropped
 	s.mu.Unlock()
 	p.dropped = maps.Clone(p.dropped) // the caller's own copy
+	for reason, n := range early {
+		if p.dropped == nil {
+			p.dropped = map[string]int64{}
+		}
+		p.dropped[reason] += n
+	}
 	st := Stats{
 		Events: p.Events, Bytes: p.Bytes, DeadBatches: p.DeadBatches, DeadEvents: p.DeadEvents,
 		DeadBytes: p.DeadBytes, Commits: p.commits, SyncedCommits: p.synced, Enqueued: p.enqueued, Compactions: p.compactions, Dropped: p.dropped, Sync: "always",

@@ -193,7 +193,7 @@ func TestCompact_OfflineShrinksAndKeepsEvents(t *testing.T) {
 	b, _ := s.Head(context.Background(), 19990, 1<<30)
 	_ = s.Delete(context.Background(), b.Keys())
 	_ = s.Close()
-	before, after, err := store.Compact(dir)
+	before, after, err := store.Compact(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,8 @@ const (
 	opDropCorrupt
 	opFixCounts
 	opCompact
+	opForget // forget.go
+	opSalt   // forget.go
 )
 
 // request is one unit of work for the writer. Logical failures (errs.ErrQueueFull,
@@ -45,6 +47,9 @@ type request struct {
 	cb    func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
 
 	awaited bool // append: its caller waits for cb (AppendAwaited) and will come back once answered
+
+	match  func(event []byte) bool // forget: the events to delete
+	forgot ForgetResult            // forget: result
 
 	answered bool // answer has run; writer goroutine only
 }

@@ -39,10 +39,21 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 		w.releasePayload(prepared{payload: pre})
 		return next{kind: nextStop}
 	}
+	// Forget (forget.go): no send starts while a forget runs, and a batch read before one goes
+	// without the events it deleted; a batch left with none has left the queue.
+	events, ok := w.forgets.beginSend(w.runCtx, b, &pre, w.releasePayload)
+	switch {
+	case !ok:
+		w.releasePayload(prepared{payload: pre})
+		return next{kind: nextStop}
+	case events == nil:
+		return next{kind: nextDone}
+	}
 	retryCount := bud.Attempts()
 	ctx, cancel := context.WithTimeout(w.runCtx, w.settings().timeout)
 	start := time.Now()
-	o := w.dest.Send(ctx, Batch{Events: b.Events, Retry: retryCount, Prepared: pre})
+	o := w.dest.Send(ctx, Batch{Events: events, Retry: retryCount, Prepared: pre})
+	w.forgets.endSend()
 	took := time.Since(start)
 	cancel()
 	if w.runCtx.Err() != nil {

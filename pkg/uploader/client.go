@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
@@ -14,6 +15,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/event"
 	"github.com/outboxhq/outbox/pkg/httpdest"
 	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
 
 // Client is the embeddable uploader: a durable queue on a data directory and the one worker
@@ -33,6 +35,11 @@ type Client struct {
 	mu     sync.Mutex // guards closed and async
 	closed bool       // Close has begun: Enqueue, EnqueueAsync and Flush return errs.ErrClosed
 	async  asyncState // EnqueueAsync's pending calls (async.go)
+
+	// priv is what intake applies of the privacy section (privacy.go); privMu serialises its
+	// changes: Forget, Unsuppress, ReloadSuppressList, Reconfigure.
+	priv   atomic.Pointer[privacy]
+	privMu sync.Mutex
 
 	reconf      sync.Mutex        // one Reconfigure at a time; guards the fields below
 	credentials string            // upload.write_key in use
@@ -60,6 +67,13 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
+	priv, err := cfg.Privacy.load() // validated: only a file changed since can fail
+	if err != nil {
+		if o.destination != nil {
+			_ = o.destination.Close()
+		}
+		return nil, err
+	}
 	dest := o.destination
 	var hd *httpdest.Destination
 	if dest == nil {
@@ -80,7 +94,13 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		credentials: cfg.Upload.WriteKey,
 		headers:     maps.Clone(cfg.Upload.Headers),
 	}
-	q, err := queue.Open(cfg.DataDir, queueConfig(cfg, o))
+	c.priv.Store(priv)
+	qc, err := queueConfig(cfg, o)
+	if err != nil {
+		_ = dest.Close()
+		return nil, err
+	}
+	q, err := queue.Open(cfg.DataDir, qc)
 	if err != nil {
 		_ = dest.Close()
 		return nil, fmt.Errorf("uploader: %w", err) // queue.Open says "open queue: …"
@@ -108,13 +128,18 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// queueConfig is the queue's part of cfg.
-func queueConfig(cfg Config, o options) queue.Config {
+// queueConfig is the queue's part of cfg, with the keys of queue.encryption.key_files read.
+func queueConfig(cfg Config, o options) (queue.Config, error) {
 	var now func() time.Time // nil: the queue's own default
 	if o.clock != nil {
 		now = o.clock.Now
 	}
+	keys, err := keyring.Load(cfg.Queue.Encryption.KeyFiles)
+	if err != nil {
+		return queue.Config{}, fmt.Errorf("uploader: %w: %w", errs.ErrInvalidConfig, &errs.KeyError{Key: "queue.encryption.key_files", Err: err})
+	}
 	return queue.Config{
+		Keys:         keys,
 		MaxBytes:     cfg.Queue.MaxBytes,
 		WhenFull:     queue.WhenFull(cfg.Queue.WhenFull),
 		NoSync:       cfg.Queue.Sync == "none",
@@ -124,7 +149,7 @@ func queueConfig(cfg Config, o options) queue.Config {
 		OnDrop:       o.hooks.OnDrop,
 		OnCorrupt:    o.hooks.OnCorrupt,
 		Now:          now,
-	}
+	}, nil
 }
 
 // Enqueue validates and normalises events (pkg/event: messageId, timestamp, context.library) and stores them durably; it

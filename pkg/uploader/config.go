@@ -17,6 +17,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/event"
 	"github.com/outboxhq/outbox/pkg/httpdest"
 	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
 
 // Defaults of the configuration keys Config covers. A default that a lower package also applies
@@ -65,6 +66,7 @@ type Config struct {
 	Retry   budget.Config `mapstructure:"retry"` // all zero → budget.DefaultConfig()
 	Queue   QueueConfig   `mapstructure:"queue"`
 	Dead    DeadConfig    `mapstructure:"dead"`
+	Privacy PrivacyConfig `mapstructure:"privacy"` // scrub rules and suppress list (privacy.go)
 }
 
 // LimitsConfig is the limits.* section.
@@ -125,6 +127,15 @@ type QueueConfig struct {
 	// MaxPendingBytes bounds the normalised bytes EnqueueAsync has accepted and not yet
 	// handed back through done; past it EnqueueAsync waits for room. 0 → 16 MiB.
 	MaxPendingBytes int64 `mapstructure:"max_pending_bytes"`
+	// Encryption seals the stored events and dead letters at rest (queue.encryption.*).
+	Encryption EncryptionConfig `mapstructure:"encryption"`
+}
+
+// EncryptionConfig is the queue.encryption.* section.
+type EncryptionConfig struct {
+	// KeyFiles are files of 32 random bytes each (outbox keygen): the first seals every record
+	// written, every one opens. Empty: records are stored plain.
+	KeyFiles []string `mapstructure:"key_files"`
 }
 
 // DeadConfig is the dead.* section.
@@ -269,6 +280,9 @@ func (c Config) Validate() error {
 	if err := qc.Validate(); err != nil {
 		problems = append(problems, err)
 	}
+	if _, err := keyring.Load(c.Queue.Encryption.KeyFiles); err != nil {
+		problems = append(problems, &errs.KeyError{Key: "queue.encryption.key_files", Err: err})
+	}
 	switch c.Queue.Sync {
 	case "always", "none":
 	default:
@@ -277,6 +291,7 @@ func (c Config) Validate() error {
 	if err := c.Retry.Validate(); err != nil {
 		problems = append(problems, err)
 	}
+	problems = append(problems, c.Privacy.validate()...)
 	if len(problems) == 0 {
 		return nil
 	}

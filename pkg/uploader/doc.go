@@ -140,6 +140,16 @@
 // short. Logs: one info line per batch outcome, one warn line per retry (path, attempt, wait,
 // status or error_class); the write key is never logged.
 //
+// # Privacy
+//
+// Config.Privacy scrubs fields of every event before it is stored (privacy.rules: remove,
+// mask or hash by field path) and drops the events of users on a suppress list
+// (privacy.suppress_file), in Enqueue and, through IntakeOptions and CountSuppressed, in the
+// agent's ingest: one intake. Forget deletes a user's queued and dead-lettered events in one
+// transaction (forget.go): the worker holds new sends while it runs, waits for the sends in
+// progress, and afterwards sends a batch read before the forget without the events it
+// deleted, so nothing of that user is sent once Forget returns.
+//
 // # Flush and Close
 //
 // Flush uploads now, ignoring batch.interval, and returns nil once the queue is empty, ctx's

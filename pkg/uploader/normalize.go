@@ -2,6 +2,7 @@ package uploader
 
 import (
 	"encoding/json"
+	"errors"
 	"sync"
 
 	"github.com/outboxhq/outbox/pkg/event"
@@ -36,11 +37,15 @@ func (call *normalizedCall) release() {
 }
 
 // normalize validates and normalises Enqueue's arguments into a pooled normalizedCall; the
-// first bad one is an *event.Error with its index. Each event is a map[string]any (or any value
+// first bad one is an *event.Error with its index. The client's scrub rules apply, and the
+// events of suppressed users are left out and counted as dropped (once every event of the
+// call passed its checks). Each event is a map[string]any (or any value
 // encoding/json turns into an object), a []byte, a string or a json.RawMessage of one JSON
 // object; a Go value is serialised by event.AppendJSON first.
 func (c *Client) normalize(events []any) (_ *normalizedCall, err error) {
 	call := callPool.Get().(*normalizedCall)
+	opt := c.IntakeOptions(c.evOpts)
+	suppressed := 0
 	defer func() {
 		if err != nil {
 			call.release()
@@ -64,7 +69,11 @@ func (c *Client) normalize(events []any) (_ *normalizedCall, err error) {
 			}
 			call.scratch, raw = b, b
 		}
-		out, err := event.AppendNormalized(call.out, raw, "", c.evOpts)
+		out, err := event.AppendNormalized(call.out, raw, "", opt)
+		if errors.Is(err, event.ErrSuppressed) {
+			suppressed++
+			continue
+		}
 		if err != nil {
 			return nil, withIndex(err, i)
 		}
@@ -77,5 +86,6 @@ func (c *Client) normalize(events []any) (_ *normalizedCall, err error) {
 		call.events = append(call.events, call.out[start:end:end])
 		start = end
 	}
+	c.CountSuppressed(suppressed)
 	return call, nil
 }

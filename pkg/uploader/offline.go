@@ -19,7 +19,11 @@ type Offline struct {
 // starting a worker. Close releases it.
 func OpenOffline(cfg Config) (*Offline, error) {
 	cfg = cfg.withDefaults()
-	q, err := queue.Open(cfg.DataDir, queueConfig(cfg, options{}))
+	qc, err := queueConfig(cfg, options{})
+	if err != nil {
+		return nil, err
+	}
+	q, err := queue.Open(cfg.DataDir, qc)
 	if err != nil {
 		return nil, fmt.Errorf("uploader: %w", err)
 	}

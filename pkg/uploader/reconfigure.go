@@ -8,7 +8,8 @@ import (
 )
 
 // Reconfigure changes the settings of a running client that can change without a new Open:
-// Batch (batch.*), Retry (retry.*), and of Upload the WriteKey, Headers, Timeout, OnAuthFailure,
+// Batch (batch.*), Retry (retry.*), Privacy (privacy.*: the rules, the hash key and the
+// suppress list, read again), and of Upload the WriteKey, Headers, Timeout, OnAuthFailure,
 // Concurrency and SplitRejected. The other fields of cfg are not read: the data directory,
 // the queue, the limits, the endpoint and the transport stay as Open set them up.
 //
@@ -33,6 +34,9 @@ func (c *Client) Reconfigure(cfg Config) error {
 	}
 	c.reconf.Lock()
 	defer c.reconf.Unlock()
+	if err := c.reconfigurePrivacy(cfg.Privacy); err != nil {
+		return err
+	}
 	if c.http != nil {
 		c.http.SetCredentials(cfg.Upload.WriteKey, cfg.Upload.Headers)
 	}
@@ -46,6 +50,19 @@ func (c *Client) Reconfigure(cfg Config) error {
 		c.credentials, c.headers = cfg.Upload.WriteKey, maps.Clone(cfg.Upload.Headers)
 		c.credentialsChanged()
 	}
+	return nil
+}
+
+// reconfigurePrivacy loads a new privacy section (rules, hash key, suppress list) and swaps it
+// in for the events that arrive from then on; on error nothing changes.
+func (c *Client) reconfigurePrivacy(pc PrivacyConfig) error {
+	c.privMu.Lock()
+	defer c.privMu.Unlock()
+	p, err := pc.load()
+	if err != nil {
+		return err
+	}
+	c.priv.Store(p)
 	return nil
 }
 

@@ -28,7 +28,8 @@ type QueueStats struct {
 	OldestAge time.Duration // age of the oldest waiting event; 0 when empty
 	// Dropped counts events dropped since Open by reason (DropReasons): "drop_oldest" (evicted
 	// by queue.when_full: drop_oldest), "dead_overflow" (in a dead batch dropped past
-	// dead.max_bytes), "checksum" (a record that failed its CRC-32C; never uploaded), "purged" (in a
+	// dead.max_bytes), "checksum" (a record that failed its CRC-32C; never uploaded),
+	// "suppressed" (an event of a user on the suppress list, dropped at intake), "purged" (in a
 	// dead batch an operator purged).
 	Dropped map[string]int64
 	// PendingEvents and PendingBytes are the events (and their normalised bytes) that

@@ -40,6 +40,8 @@ type worker struct {
 	// FIFO loop runs whatever upload.concurrency says.
 	oneAtATime bool
 
+	forgets forgetGate // holds sends while Client.Forget runs (forget.go)
+
 	ackr     *acker        // commits the acks (pipeline.go)
 	acks     []*pendingAck // outstanding acks, oldest first; worker goroutine only
 	ackFault func() error  // options.ackFault

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -14,13 +15,39 @@ import (
 // CheckResult is what a full check found.
 type CheckResult struct {
 	Actual, Stored format.Counts
+	// Seal is what the events and dead records are: the keys that sealed them, and whether a
+	// plain one is among them (the exact seal set).
+	Seal format.SealSet
 }
 
-// CheckRecords verifies every record's CRC and the dead-letter headers of a file
-// whose structure ValidateFile has checked (bbolt's own Tx.Check is never
-// run: it reads in a goroutine of its own, where a damaged page would crash
-// the process). It never writes. quit (may be nil) aborts it.
-func CheckRecords(db *bolt.DB, quit <-chan struct{}) (res CheckResult, err error) {
+// CheckRecords verifies every record's CRC (a sealed record's tag, with kr, whose keys the
+// records need) and the dead-letter headers of a file whose structure ValidateFile has checked
+// (bbolt's own Tx.Check is never run: it reads in a goroutine of its own, where a damaged page
+// would crash the process). With keys, a plain record of events or dead fails the check too (an
+// encrypted queue holds none), unless plainOK (the store seals those at start). It never
+// writes. quit (may be nil) aborts it.
+func CheckRecords(db *bolt.DB, kr *keyring.Keyring, plainOK bool, quit <-chan struct{}) (res CheckResult, err error) {
+	codec := format.NewCodec(kr)
+	var scratch format.Scratch
+	var buf []byte
+	open := func(bucket, k, v []byte) ([]byte, error) {
+		var p []byte
+		var err error
+		if plainOK {
+			buf, p, err = codec.OpenAny(buf[:0], bucket, k, v, &scratch)
+		} else {
+			buf, p, err = codec.Open(buf[:0], bucket, k, v, &scratch)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if id, ok := format.SealedBy(v); ok {
+			res.Seal = res.Seal.With(id)
+		} else {
+			res.Seal.Plain = true
+		}
+		return p, nil
+	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil { // db.View has rolled back
@@ -57,7 +84,7 @@ func CheckRecords(db *bolt.DB, quit <-chan struct{}) (res CheckResult, err error
 		if b := tx.Bucket(format.BucketEvents); b != nil {
 			c := b.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
-				p, err := format.DecodeRecord(v)
+				p, err := open(format.BucketEvents, k, v)
 				if err != nil {
 					return fmt.Errorf("event %s: %w", format.KeyString(k), err)
 				}
@@ -71,7 +98,7 @@ func CheckRecords(db *bolt.DB, quit <-chan struct{}) (res CheckResult, err error
 		if b := tx.Bucket(format.BucketDead); b != nil {
 			c := b.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
-				p, err := format.DecodeRecord(v)
+				p, err := open(format.BucketDead, k, v)
 				if err != nil {
 					return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 				}

@@ -207,10 +207,10 @@ func later(a, b []byte) []byte {
 // scanAll is salvage without a meta page: it scans every page as a leaf at
 // each candidate page size and keeps the size that yields the most records.
 // At a wrong size no page names itself, so a wrong guess finds nothing.
-func scanAll(data []byte) salvaged {
+func scanAll(data []byte, codec format.Codec) salvaged {
 	var best salvaged
 	for _, ps := range candidatePageSizes() {
-		s := salvaged{scanned: true}
+		s := salvaged{scanned: true, codec: codec, countMissing: true}
 		s.scanLeaves(&pageFile{data: data, pageSize: ps, seen: map[uint64]bool{}}, nil, nil)
 		if n := len(s.events) + len(s.dead); n > 0 && n > len(best.events)+len(best.dead) {
 			s.pageSize = ps
@@ -243,17 +243,22 @@ func (s *salvaged) scanLeaves(f *pageFile, afterEvent, afterDead []byte) {
 			if flags&bucketLeafFlag != 0 || len(k) != 20 {
 				return
 			}
-			p, err := format.DecodeRecord(v)
-			if err != nil {
+			bucket, p, ok := s.open(nil, k, v)
+			if !ok {
 				return
 			}
-			rec := kv{append([]byte(nil), k...), append([]byte(nil), v...)}
-			if h, err := format.DecodeDeadHeader(p); err == nil {
-				if evs, err := format.DeadEvents(h); err == nil && deadSize(evs) == len(h.Body) {
-					if bytes.Compare(k, afterDead) > 0 {
-						s.dead = append(s.dead, rec)
+			rec := kv{append([]byte(nil), k...), append([]byte(nil), v...), p}
+			if bytes.Equal(bucket, format.BucketDead) {
+				if h, err := format.DecodeDeadHeader(p); err == nil {
+					if evs, err := format.DeadEvents(h); err == nil && deadSize(evs) == len(h.Body) {
+						if bytes.Compare(k, afterDead) > 0 {
+							s.dead = append(s.dead, rec)
+						}
+						return
 					}
-					return
+				}
+				if _, sealed := format.SealedBy(v); sealed {
+					return // sealed as a dead batch, yet not one
 				}
 			}
 			if bytes.Compare(k, afterEvent) > 0 {
@@ -282,7 +287,7 @@ func (s *salvaged) dropDeadCopies(from int) {
 	}
 	inDead := map[string]bool{}
 	for _, d := range s.dead {
-		h, err := format.DecodeDeadHeader(d.v[format.RecordHeader:])
+		h, err := format.DecodeDeadHeader(d.p)
 		if err != nil {
 			continue
 		}
@@ -293,7 +298,7 @@ func (s *salvaged) dropDeadCopies(from int) {
 	}
 	kept := s.events[:from]
 	for _, r := range s.events[from:] {
-		if !inDead[string(r.v[format.RecordHeader:])] {
+		if !inDead[string(r.p)] {
 			kept = append(kept, r)
 		}
 	}

@@ -1,16 +1,19 @@
 package fsck
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/store/internal/datadir"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -70,6 +73,10 @@ type RecoverOptions struct {
 	Force bool
 	// Now is the clock for the set-aside name; time.Now when nil.
 	Now func() time.Time
+	// Keys open the sealed records (queue.encryption.key_files). A file holding records sealed
+	// with a key it lacks is not touched: RecoverWith returns a *keyring.MissingError.
+	// Salvaged records keep their bytes, so sealed ones stay sealed and plain ones plain.
+	Keys *keyring.Keyring
 }
 
 // Recover is RecoverWith(dir, RecoverOptions{}).
@@ -112,16 +119,24 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 		rep.Healthy, rep.StoredEvents, rep.StoredDeadBatches = true, 0, 0
 		return rep, nil
 	}
-	if res, ok := checkHealthy(path, data); ok {
+	if res, ok := checkHealthy(path, data, opt.Keys); ok {
 		rep.Healthy = true
 		if !opt.Force {
 			rep.StoredEvents, rep.StoredDeadBatches = res.Actual.Events, res.Actual.DeadBatches
 			return rep, nil
 		}
 	}
-	sal, err := safeSalvage(data)
+	sal, err := safeSalvage(data, format.NewCodec(opt.Keys))
 	if err != nil {
 		return rep, fmt.Errorf("recover: read %s: %w; nothing was changed", path, err)
+	}
+	if len(sal.missing) > 0 {
+		me := &keyring.MissingError{Path: path, Plain: opt.Keys.Len() == 0}
+		for id := range sal.missing {
+			me.IDs = append(me.IDs, id)
+		}
+		slices.SortFunc(me.IDs, func(a, b keyring.ID) int { return bytes.Compare(a[:], b[:]) })
+		return rep, me
 	}
 	sal.report(&rep, int64(len(data)))
 	tmp := path + ".recover"
@@ -189,7 +204,7 @@ func setAside(path string, now time.Time) (string, error) {
 // file with a damaged meta page is not healthy: bbolt would silently fall
 // back to the previous commit, losing the newest; and a damaged file is never
 // handed to bbolt), then every record's checksum, read with bbolt read-only.
-func checkHealthy(path string, data []byte) (res CheckResult, ok bool) {
+func checkHealthy(path string, data []byte, kr *keyring.Keyring) (res CheckResult, ok bool) {
 	if validateData(data) != nil {
 		return res, false
 	}
@@ -204,6 +219,6 @@ func checkHealthy(path string, data []byte) (res CheckResult, ok bool) {
 		return res, false
 	}
 	defer func() { _ = db.Close() }()
-	res, err = CheckRecords(db, nil)
+	res, err = CheckRecords(db, kr, true, nil)
 	return res, err == nil
 }

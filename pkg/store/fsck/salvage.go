@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
+	"github.com/outboxhq/outbox/pkg/store/keyring"
 	"github.com/segmentio/ksuid"
 	bolt "go.etcd.io/bbolt"
 )
@@ -14,10 +15,17 @@ import (
 // tree where it can be followed and by scanning the pages it does not reach, then written in
 // key order into a fresh file (writeSalvage) with the counters recomputed.
 
-// kv is one salvaged record: its key and its whole record bytes.
-type kv struct{ k, v []byte }
+// kv is one salvaged record: its key, its whole record bytes and, for events and dead
+// batches, its payload (opened when sealed).
+type kv struct{ k, v, p []byte }
 
 type salvaged struct {
+	codec format.Codec // opens sealed records (with the keys recover was given)
+	// missing counts the records sealed with a key the codec lacks, by key id: they cannot be
+	// read, and recover refuses rather than leave them behind.
+	missing      map[keyring.ID]int
+	countMissing bool // while records are known to be live (the tree walk, or a scan without one)
+	scratch      format.Scratch
 	events, dead []kv
 	retry        []byte
 	retries      []kv           // per-batch retry states (retryKey)
@@ -49,25 +57,64 @@ func (v oneValue) Get([]byte) []byte { return v }
 
 // safeSalvage is salvage, with a panic (a bug: the walker checks every
 // bound) reported as an error rather than taking the process down.
-func safeSalvage(data []byte) (s salvaged, err error) {
+func safeSalvage(data []byte, codec format.Codec) (s salvaged, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("salvage failed: %v", r)
 		}
 	}()
-	return salvage(data), nil
+	return salvage(data, codec), nil
+}
+
+// open reads the record v under key k of an events or dead bucket whose name may be damaged
+// (name is then neither): the payload and which bucket it belongs to. A sealed record says so
+// itself (its tag binds the bucket); a plain one whose bucket is unknown is a dead batch when
+// its payload is one. A sealed record whose key is not given is counted in missing (while
+// countMissing) and is unreadable.
+func (s *salvaged) open(name, k, v []byte) (bucket, p []byte, ok bool) {
+	if id, sealed := format.SealedBy(v); sealed {
+		if _, have := s.codec.Keys().Find(id); !have {
+			if s.countMissing {
+				if s.missing == nil {
+					s.missing = map[keyring.ID]int{}
+				}
+				s.missing[id]++
+			}
+			return nil, nil, false
+		}
+		for _, b := range [][]byte{format.BucketEvents, format.BucketDead} {
+			if len(name) > 0 && (bytes.Equal(name, format.BucketEvents) || bytes.Equal(name, format.BucketDead)) && !bytes.Equal(name, b) {
+				continue
+			}
+			if _, p, err := s.codec.OpenSealed(nil, b, k, v, &s.scratch); err == nil {
+				return b, p, true
+			}
+		}
+		return nil, nil, false
+	}
+	p, err := format.DecodeRecord(v)
+	if err != nil {
+		return nil, nil, false
+	}
+	switch {
+	case bytes.Equal(name, format.BucketEvents):
+		return format.BucketEvents, p, true
+	case bytes.Equal(name, format.BucketDead) || isDeadPayload(p):
+		return format.BucketDead, p, true
+	}
+	return format.BucketEvents, p, true
 }
 
 // salvage collects every record whose CRC verifies from the three buckets,
 // following the tree from the newest valid meta page. Where the tree could
 // not be followed completely, or fails the structure check, it also scans
 // the pages it did not reach; with no valid meta page it scans every page.
-func salvage(data []byte) salvaged {
+func salvage(data []byte, codec format.Codec) salvaged {
 	m, valid := metaPages(data)
 	if valid == 0 {
-		return scanAll(data)
+		return scanAll(data, codec)
 	}
-	s := salvaged{pageSize: m.pageSize, hwm: m.hwm}
+	s := salvaged{pageSize: m.pageSize, hwm: m.hwm, codec: codec, countMissing: true}
 	var lastEvent, lastDead []byte
 	found := 0 // of the events and dead buckets
 	f := &pageFile{data: data, pageSize: m.pageSize, seen: map[uint64]bool{}}
@@ -79,15 +126,14 @@ func salvage(data []byte) salvaged {
 			found++
 		}
 		_ = f.walkBucket(v, func(k, val []byte) {
-			p, err := format.DecodeRecord(val)
-			if err != nil {
-				s.badRecords++
-				return
-			}
-			rec := kv{append([]byte(nil), k...), append([]byte(nil), val...)}
-			switch {
-			case bytes.Equal(name, format.BucketMeta) || (!bytes.Equal(name, format.BucketEvents) && !bytes.Equal(name, format.BucketDead) && len(k) != 20):
+			events, dead := bytes.Equal(name, format.BucketEvents), bytes.Equal(name, format.BucketDead)
+			if bytes.Equal(name, format.BucketMeta) || (!events && !dead && len(k) != 20) {
 				// The meta bucket, or one whose name was damaged holding meta keys.
+				if _, err := format.DecodeRecord(val); err != nil {
+					s.badRecords++
+					return
+				}
+				rec := kv{k: append([]byte(nil), k...), v: append([]byte(nil), val...)}
 				switch {
 				case bytes.Equal(k, format.MetaRetry):
 					s.retry = rec.v
@@ -98,23 +144,35 @@ func salvage(data []byte) salvaged {
 						s.stored = &c
 					}
 				}
-			case len(k) != 20:
+				return
+			}
+			if len(k) != 20 {
 				s.badRecords++
-			case bytes.Equal(name, format.BucketDead) || (!bytes.Equal(name, format.BucketEvents) && isDeadPayload(p)):
+				return
+			}
+			bucket, p, ok := s.open(name, k, val)
+			if !ok {
+				s.badRecords++
+				return
+			}
+			rec := kv{append([]byte(nil), k...), append([]byte(nil), val...), p}
+			if bytes.Equal(bucket, format.BucketDead) {
 				if !isDeadPayload(p) {
 					s.badRecords++
 					return
 				}
 				s.dead = append(s.dead, rec)
 				lastDead = later(lastDead, rec.k)
-			default: // the events bucket, or one whose name was damaged
-				s.events = append(s.events, rec)
-				lastEvent = later(lastEvent, rec.k)
+				return
 			}
+			s.events = append(s.events, rec) // the events bucket, or one whose name was damaged
+			lastEvent = later(lastEvent, rec.k)
 		})
 	})
 	s.badPages = f.badPages
 	s.badRecords += f.nested
+	s.resolveMissing(data, m)
+	s.countMissing = false // what the scans below find may be stale: freed pages
 	switch {
 	case f.badPages > 0 || found < 2 || f.revisits > 0 || validateTree(data, m) != nil:
 		// Part of the tree is lost, or misleads (a damaged reference sends
@@ -132,6 +190,14 @@ func salvage(data []byte) salvaged {
 
 func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 	var c format.Counts
+	var seal format.SealSet
+	note := func(r kv) {
+		if id, ok := format.SealedBy(r.v); ok {
+			seal = seal.With(id)
+		} else {
+			seal.Plain = true
+		}
+	}
 	put := func(name []byte, recs []kv, each func(kv)) error {
 		for len(recs) > 0 {
 			n := min(len(recs), 10000)
@@ -156,17 +222,19 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 		}
 		return nil
 	}
-	sal.events = sortKV(sal.events)
-	sal.dead = sortKV(sal.dead)
+	sal.events = sortKV(sal.events, sal.reseal(format.BucketEvents))
+	sal.dead = sortKV(sal.dead, sal.reseal(format.BucketDead))
 	if err := put(format.BucketEvents, sal.events, func(r kv) {
+		note(r)
 		c.Events++
-		c.Bytes += int64(len(r.v) - format.RecordHeader)
+		c.Bytes += int64(len(r.p))
 		rep.Saved++
 	}); err != nil {
 		return err
 	}
 	if err := put(format.BucketDead, sal.dead, func(r kv) {
-		h, _ := format.DecodeDeadHeader(r.v[format.RecordHeader:])
+		note(r)
+		h, _ := format.DecodeDeadHeader(r.p)
 		c.DeadBatches++
 		c.DeadEvents += int64(h.Events)
 		c.DeadBytes += h.Bytes
@@ -194,8 +262,62 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 		if err := meta.Put(format.MetaFormat, format.EncodeRecord([]byte{1})); err != nil {
 			return err
 		}
+		if err := meta.Put(format.MetaSeal, format.EncodeRecord(format.EncodeSealSet(seal))); err != nil {
+			return err
+		}
 		return meta.Put(format.MetaCounts, format.EncodeRecord(format.EncodeCounts(c)))
 	})
+}
+
+// resolveMissing tells a record sealed with a key that was not given from a damaged one: a
+// damaged key id names a key the file never used. The file's seal set (meta "seal") names every
+// key that may have sealed a record; an id outside it is damage (the walk counted the record
+// unreadable already). When the
+// set cannot be read, every unknown id is taken as a key that was not given: recover then
+// refuses rather than drop records it could read with that key.
+func (s *salvaged) resolveMissing(data []byte, m metaInfo) {
+	if len(s.missing) == 0 {
+		return
+	}
+	set, ok := s.storedSealSet(data, m)
+	if !ok {
+		return
+	}
+	for id := range s.missing {
+		if !set.Has(id) {
+			delete(s.missing, id)
+		}
+	}
+}
+
+// storedSealSet reads the seal set from the meta bucket of the tree at m.
+func (s *salvaged) storedSealSet(data []byte, m metaInfo) (set format.SealSet, ok bool) {
+	f := &pageFile{data: data, pageSize: m.pageSize, seen: map[uint64]bool{}}
+	f.walk(m.root, 0, func(flags uint32, name, v []byte) {
+		if flags&bucketLeafFlag == 0 || !bytes.Equal(name, format.BucketMeta) {
+			return
+		}
+		_ = f.walkBucket(v, func(k, val []byte) {
+			if bytes.Equal(k, format.MetaSeal) {
+				if got, present, err := format.ReadSealSet(oneValue(val)); err == nil && present {
+					set, ok = got, true
+				}
+			}
+		})
+	})
+	return set, ok
+}
+
+// reseal returns how a record of bucket given a new key is sealed for it: a sealed record is
+// sealed again (under the sealing key) for its new key, which its tag binds; a plain one is
+// kept as it is.
+func (s *salvaged) reseal(bucket []byte) func(kv) kv {
+	return func(r kv) kv {
+		if _, sealed := format.SealedBy(r.v); sealed && s.codec.Sealing() {
+			r.v = s.codec.Encode(bucket, r.k, r.p)
+		}
+		return r
+	}
 }
 
 // isDeadPayload reports whether p is a well-formed dead batch.
@@ -212,8 +334,8 @@ func isDeadPayload(p []byte) bool {
 // scan: same key, same bytes). Records never change once written, so two
 // different records under one key mean a damaged key made one of them
 // collide with the other: both are kept, the second under a new key after
-// every other (out of order, never lost).
-func sortKV(r []kv) []kv {
+// every other (out of order, never lost), sealed again for that key (reseal) when it was sealed.
+func sortKV(r []kv, reseal func(kv) kv) []kv {
 	slices.SortFunc(r, func(a, b kv) int {
 		if c := bytes.Compare(a.k, b.k); c != 0 {
 			return c
@@ -233,7 +355,7 @@ func sortKV(r []kv) []kv {
 		last, _ := ksuid.FromBytes(out[len(out)-1].k)
 		for _, rec := range moved {
 			last = last.Next()
-			out = append(out, kv{append([]byte(nil), last.Bytes()...), rec.v})
+			out = append(out, reseal(kv{append([]byte(nil), last.Bytes()...), rec.v, rec.p}))
 		}
 	}
 	return out

@@ -8,7 +8,9 @@ import (
 
 func TestSortKV_DropsStaleCopiesKeepsRecordsWhoseDamagedKeyCollides(t *testing.T) {
 	k := func(b byte) []byte { return append(bytes.Repeat([]byte{1}, 19), b) }
-	got := sortKV([]kv{{k(3), []byte("c")}, {k(1), []byte("a")}, {k(2), []byte("b")}, {k(1), []byte("a")}, {k(2), []byte("x")}})
+	rec := func(key []byte, v string) kv { return kv{k: key, v: []byte(v)} }
+	keep := func(r kv) kv { return r }
+	got := sortKV([]kv{rec(k(3), "c"), rec(k(1), "a"), rec(k(2), "b"), rec(k(1), "a"), rec(k(2), "x")}, keep)
 	var vals []string
 	for i, r := range got {
 		vals = append(vals, string(r.v))

@@ -11,9 +11,12 @@
 //	        "r/"+KSUID       → record(head key, count, state) retry state of a batch in flight
 //	        "retry"          → the same, for the head batch only (files of earlier versions)
 //	        "format"         → record(1)
+//	        "seal"           → record(flags, key ids)   which keys may have sealed a record (sealset.go)
 //
 // Every value is a record: [version byte][CRC-32C of payload][payload]. Reads
-// verify the CRC. Keys are KSUIDs made strictly increasing by the store's writer (a
+// verify the CRC. With encryption at rest, events and dead batches are sealed records instead
+// ([version 2][key id][nonce][AES-256-GCM ciphertext and tag], seal.go), read and written
+// through a Codec. Keys are KSUIDs made strictly increasing by the store's writer (a
 // new one that is not greater than the last becomes last.Next()), so key
 // order is intake order and a key carries its intake second.
 //
