@@ -26,11 +26,13 @@ func usageErrorf(format string, args ...any) error {
 const (
 	exitOK      = 0 // success
 	exitRuntime = 1 // runtime failure: locked data dir, unreachable agent, failed serving, ...
-	exitUsage   = 2 // usage or configuration error
-	// exitDamaged: the data file failed its check (a *store.CorruptError, at open or found later).
-	// It has a code of its own because, like a configuration error, restarting does not help:
-	// `outbox recover` does. Supervisors use it to stop restarting (systemd's
-	// RestartPreventExitStatus=2 3).
+	// exitUsage: a usage or configuration error, and a data directory the process has no
+	// permission on (it runs as the wrong user: restarting does not help).
+	exitUsage = 2
+	// exitDamaged: the data file failed its check (a *store.CorruptError, at open or found later),
+	// or it is a symbolic link outbox refuses to follow. It has a code of its own because, like a
+	// configuration error, restarting does not help: `outbox recover`, or replacing the link with
+	// the file, does. Supervisors use it to stop restarting (systemd's RestartPreventExitStatus=2 3).
 	exitDamaged = 3
 )
 
@@ -41,10 +43,11 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue), errors.Is(err, errs.ErrKeyMissing):
-		// A missing key is the configuration's to fix, like a bad value: restarting does not help.
+	case errors.As(err, &ue), errors.Is(err, errs.ErrKeyMissing), errors.Is(err, errs.ErrDataDirPermission):
+		// A missing key, or a data directory the process may not use, is the configuration's
+		// to fix, like a bad value: restarting does not help.
 		return exitUsage
-	case errors.As(err, &ce):
+	case errors.As(err, &ce), errors.Is(err, errs.ErrUnsafeDataFile):
 		return exitDamaged
 	default:
 		return exitRuntime

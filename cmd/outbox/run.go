@@ -135,7 +135,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		closeQuick(client)
 		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Agent.Listen, err)
 	}
-	pp, err := startPprof(cfg.Debug.PprofListen, log)
+	pp, err := startPprof(cfg.Debug.PprofListen, cfg.Agent.Admin.AllowedHosts, log)
 	if err != nil {
 		_ = ln.Close()
 		closeQuick(client)

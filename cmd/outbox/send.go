@@ -68,7 +68,7 @@ func (o *sendOptions) run(a *app, cmd *cobra.Command, args []string) error {
 			end++
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
-		err := c.do(ctx, "POST", "/v1/batch", map[string]any{"batch": events[start:end]}, nil)
+		err := c.ingest(ctx, "POST", "/v1/batch", map[string]any{"batch": events[start:end]}, nil)
 		cancel()
 		if err != nil {
 			var ae *agentError

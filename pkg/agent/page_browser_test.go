@@ -345,8 +345,9 @@ func (b *browserEvents) list() []string {
 }
 
 // startBrowser starts headless Chromium with the flags that work on a machine without a
-// network, and a fresh profile; it stops with the test.
-func startBrowser(t *testing.T, path string) (context.Context, *browserEvents) {
+// network, and a fresh profile, plus extra (flags such as a host resolver rule); it stops with
+// the test.
+func startBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) (context.Context, *browserEvents) {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
@@ -356,6 +357,7 @@ func startBrowser(t *testing.T, path string) (context.Context, *browserEvents) {
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000),
 		chromedp.Env("TZ=UTC"), // the page shows local times; the test compares them in UTC
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ev := &browserEvents{}
 	listen := func(e any) {
