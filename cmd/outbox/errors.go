@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
@@ -55,14 +56,31 @@ func exitCode(err error) int {
 
 // storeError returns the store's own message for a locked or corrupt data directory (it names
 // the fix: stop the other process, or `outbox recover`), without the wrapping layers above it.
+// A locked directory's message also names the flag that picks another one, which a library
+// user does not have.
 func storeError(err error) error {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if _, ok := e.(*store.CorruptError); ok {
 			return e
 		}
 		if errors.Unwrap(e) == errs.ErrLocked {
-			return e
+			return &lockedError{e}
 		}
 	}
 	return err
 }
+
+// lockedError is the store's errs.ErrLocked message with the command line's way to another
+// directory.
+type lockedError struct{ err error }
+
+func (l *lockedError) Error() string {
+	const fix = "use another data directory"
+	msg := l.err.Error()
+	if strings.Contains(msg, fix) {
+		return strings.Replace(msg, fix, fix+" (--data-dir)", 1)
+	}
+	return msg + " (another data directory: --data-dir)"
+}
+
+func (l *lockedError) Unwrap() error { return l.err }

@@ -57,9 +57,10 @@
 //
 // # Status page
 //
-// New starts a sampler that reads the client's Stats (and the upload attempts by code from the
-// metrics) once a second on Config.Clock into a fixed ring of one hour: 3600 rows of a few
-// int64 columns, about 230 KiB, allocated once. Level columns (queue events) are stored as
+// New starts a sampler that reads the client's Stats (and, from the metrics, the upload
+// attempts by code and the ingest requests refused with 400, 413 or 503) once a second on
+// Config.Clock into a fixed ring of one hour: 3600 rows of a few int64 columns, about 390 KiB,
+// allocated once. Level columns (queue events) are stored as
 // read, counter columns (events uploaded, failed attempts) as the change since the previous
 // sample, so the page draws rates directly. The page polls /v1/status and /v1/samples and
 // loads /v1/dead when the dead-letter counts change. Its Content-Security-Policy allows only

@@ -35,7 +35,7 @@ func Lock(dir string) (*DirLock, error) {
 			if _, perr := strconv.Atoi(pid); perr != nil {
 				pid = "unknown"
 			}
-			return nil, fmt.Errorf("data directory %s is in use by another outbox process (pid %s); stop it or pass --data-dir: %w", dir, pid, errs.ErrLocked)
+			return nil, fmt.Errorf("data directory %s is in use by another outbox process (pid %s); stop it or use another data directory: %w", dir, pid, errs.ErrLocked)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
