@@ -74,7 +74,7 @@ func displayValue(d *keyDef, c *Config) string {
 		if d.secret && *v != "" {
 			return redacted
 		}
-		if d.key == "upload.endpoint" {
+		if strings.Contains(*v, "://") { // upload.endpoint, and any other URL a key holds
 			return strconv.Quote(redactURL(*v))
 		}
 		return strconv.Quote(*v)

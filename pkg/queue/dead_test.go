@@ -80,8 +80,8 @@ func TestQueue_DeadPurgeAndUnknownID(t *testing.T) {
 	if n, err := q.DeadPurge(ctx); n != 3 || err != nil {
 		t.Fatalf("purge all: %d %v", n, err)
 	}
-	if st := q.Stats(); st.DeadBatches != 0 || st.DeadBytes != 0 {
-		t.Fatalf("stats after purge: %+v", st)
+	if st := q.Stats(); st.DeadBatches != 0 || st.DeadBytes != 0 || st.Dropped["purged"] != 4 {
+		t.Fatalf("stats after purge: %+v; want no dead batch and the 4 purged events counted as dropped (purged)", st)
 	}
 }
 

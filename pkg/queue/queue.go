@@ -20,9 +20,12 @@ type Batch = store.Batch
 type Stats = store.Stats
 
 // DropReasons returns every reason an event may be dropped for, the keys Stats.Dropped may
-// hold: store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum and
-// store.ReasonSuppressed.
+// hold: store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum,
+// store.ReasonSuppressed and store.ReasonPurged.
 func DropReasons() []string { return store.DropReasons() }
+
+// DropReasonPurged is the drop reason of the events in dead batches an operator purged.
+const DropReasonPurged = store.ReasonPurged
 
 // Queue is the durable FIFO of one data directory. Enqueue is safe for
 // concurrent use. Lease and LeaseAfter assume a single consumer, which may settle the

@@ -48,11 +48,12 @@ const (
 	ReasonDeadOverflow = "dead_overflow" // dead batch dropped past DeadMaxBytes
 	ReasonChecksum     = "checksum"      // record failed its CRC at lease time
 	ReasonSuppressed   = "suppressed"    // dropped at intake: its user is on the suppress list (CountDropped)
+	ReasonPurged       = "purged"        // dead batch deleted by an operator (Purge)
 )
 
 // DropReasons returns every drop reason, in the order above: the keys Stats.Dropped may hold.
 func DropReasons() []string {
-	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonSuppressed}
+	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonSuppressed, ReasonPurged}
 }
 
 func (o Options) withDefaults() Options {

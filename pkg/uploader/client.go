@@ -78,6 +78,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	dest := o.destination
 	var hd *httpdest.Destination
 	if dest == nil {
+		warnMissingWriteKey(o.logger, cfg.Upload, o.hook)
 		var err error
 		if hd, err = newHTTPDestination(cfg.Upload, o); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/redact"
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
@@ -220,7 +221,7 @@ func (c Config) Validate() error {
 		problems = append(problems, errs.KeyErrorf(key, "%s %v: %s", key, v, why))
 	}
 	if u, err := url.Parse(c.Upload.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("upload.endpoint", fmt.Sprintf("%q", c.Upload.Endpoint), "must be an http or https URL")
+		bad("upload.endpoint", fmt.Sprintf("%q", redact.URL(c.Upload.Endpoint)), "must be an http or https URL")
 	}
 	if c.Upload.Format != DefaultFormat {
 		bad("upload.format", fmt.Sprintf("%q", c.Upload.Format), `must be "segment"`)
