@@ -74,7 +74,7 @@ function fmtTime(iso) {
   return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + hms;
 }
 
-function codeClass(code) { return /^2\d\d$/.test(code) ? "code-ok" : "code-bad"; }
+function codeClass(code) { return /^(2\d\d|ok)$/.test(code) ? "code-ok" : "code-bad"; }
 
 async function getJSON(path) {
   const r = await fetch(path, { cache: "no-store", credentials: "same-origin" });

@@ -218,9 +218,10 @@ func sumCodes(codes map[string]int64, failed bool) int64 {
 	return n
 }
 
-// isSuccessCode reports whether an attempt's code is a 2xx status.
+// isSuccessCode reports whether an attempt's code says success: a 2xx status, or "ok" (a
+// destination without HTTP statuses, Kafka).
 func isSuccessCode(code string) bool {
-	return len(code) == 3 && code[0] == '2' && code[1] >= '0' && code[1] <= '9' && code[2] >= '0' && code[2] <= '9'
+	return code == "ok" || len(code) == 3 && code[0] == '2' && code[1] >= '0' && code[1] <= '9' && code[2] >= '0' && code[2] <= '9'
 }
 
 // counterValues reads a counter vector's values by the value of one label.

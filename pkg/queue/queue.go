@@ -7,14 +7,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
 // Batch is a leased run of events from the head of the queue: the store's batch itself, so a
 // lease hands the consumer what the store read, with nothing converted. Its Release, Len and
-// Split are store.Batch's; Batch.Retry is the state SaveRetry saved for it before a restart.
+// Split are store.Batch's; a Lease (lease.go) is a Batch that owns its ack.
 type Batch = store.Batch
 
 // Stats is the store's snapshot of the queue's counters (Queue.Stats).
@@ -30,7 +29,7 @@ const DropReasonPurged = store.ReasonPurged
 
 // Queue is the durable FIFO of one data directory. Enqueue is safe for
 // concurrent use. Lease and LeaseAfter assume a single consumer, which may settle the
-// batches it holds (Ack, DeadLetter, SaveRetry) from several goroutines, in any order.
+// leases it holds (Lease.Ack, Lease.DeadLetter, Lease.Retry) from several goroutines, in any order.
 type Queue struct {
 	s      *store.Store
 	cfg    Config
@@ -95,34 +94,10 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 // maxBytes (but always at least one event), or nil, nil when the queue is
 // empty. It does not block and does not remove anything: the batch stays at
 // the head until Ack or DeadLetter. After a restart a batch whose retry state was
-// saved comes back whole, with that state in Batch.Retry.
-func (q *Queue) Lease(maxEvents, maxBytes int) (*Batch, error) {
-	return q.s.Head(context.Background(), maxEvents, maxBytes)
-}
-
-// Ack deletes the batch's events (and its retry state) in one transaction.
-func (q *Queue) Ack(b *Batch) error {
-	if b == nil || len(b.Keys()) == 0 {
-		return nil
-	}
-	if err := q.s.Delete(context.Background(), b.Keys()); err != nil {
-		return fmt.Errorf("ack: %w", err)
-	}
-	return nil
-}
-
-// SaveRetry persists st as the retry state of b, a batch in flight (leased and not yet
-// acked or dead-lettered); after a restart Lease or LeaseAfter returns the same batch,
-// carrying st. It is ignored when b has left the queue.
-func (q *Queue) SaveRetry(b *Batch, st budget.State) error {
-	if b == nil || len(b.Keys()) == 0 {
-		return nil
-	}
-	if err := q.s.SaveRetry(context.Background(), b.Keys()[0], len(b.Keys()), st); err != nil {
-		return fmt.Errorf("save retry state: %w", err)
-	}
-	b.Retry = st
-	return nil
+// saved comes back whole, with that state (RetryState).
+func (q *Queue) Lease(ctx context.Context, maxEvents, maxBytes int) (*Lease, error) {
+	b, err := q.s.Head(ctx, maxEvents, maxBytes)
+	return q.lease(b), err
 }
 
 // Notify returns a channel signalled (without blocking; buffer 1) after each
@@ -157,26 +132,6 @@ func (q *Queue) Fits(need int64) error { return q.policy.Fits(need) }
 // one stat.
 func (q *Queue) Stats() Stats { return q.s.Stats() }
 
-// AckAll deletes the events of several batches in one transaction (one fsync), as Ack does
-// for one: a consumer that delivers batch after batch acknowledges the ones whose acks would
-// otherwise wait for each other's commits together. The batches are given in queue order;
-// the retry states saved for any of them are cleared with them.
-func (q *Queue) AckAll(batches ...*Batch) error {
-	var keys [][]byte
-	for _, b := range batches {
-		if b != nil {
-			keys = append(keys, b.Keys()...)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := q.s.Delete(context.Background(), keys); err != nil {
-		return fmt.Errorf("ack: %w", err)
-	}
-	return nil
-}
-
 // LeaseAfter returns the batch that follows prev, which must be a batch returned by Lease or
 // LeaseAfter (or a half of one) that is still queued: the events after prev's last event, cut
 // by maxEvents and maxBytes as Lease cuts them. It is what Lease will return once prev has
@@ -188,10 +143,11 @@ func (q *Queue) AckAll(batches ...*Batch) error {
 // b is nil when nothing follows prev. It is nil with more true when the event after prev
 // fails its checksum: Lease, once prev has left the queue, removes that event and goes on.
 // A nil or empty prev returns ErrNoBatch.
-func (q *Queue) LeaseAfter(prev *Batch, maxEvents, maxBytes int) (b *Batch, more bool, err error) {
-	if prev == nil || len(prev.Keys()) == 0 {
+func (q *Queue) LeaseAfter(prev *Lease, maxEvents, maxBytes int) (l *Lease, more bool, err error) {
+	if prev.empty() {
 		return nil, false, ErrNoBatch
 	}
 	keys := prev.Keys()
-	return q.s.ReadAfter(keys[len(keys)-1], maxEvents, maxBytes)
+	b, more, err := q.s.ReadAfter(keys[len(keys)-1], maxEvents, maxBytes)
+	return q.lease(b), more, err
 }

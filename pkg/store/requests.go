@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 
-	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 )
 
@@ -140,11 +139,12 @@ func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info DeadInfo) erro
 	return s.submit(ctx, &request{kind: opDead, keys: keys, info: encodeDeadInfo(info)})
 }
 
-// SaveRetry stores st as the retry state of a batch in flight (first key headKey, count
-// events), beside those of the other batches in flight; Head and ReadAfter return that batch
-// whole, with st in Batch.Retry. It is ignored when headKey is no longer stored.
-func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, st budget.State) error {
-	return s.submit(ctx, &request{kind: opRetry, keys: [][]byte{headKey}, count: count, info: encodeRetry(st)})
+// SaveRetry stores state, opaque bytes of the caller's encoding (pkg/queue's), as the retry
+// state of a batch in flight (first key headKey, count events), beside those of the other
+// batches in flight; Head and ReadAfter return that batch whole, with state in Batch.Retry.
+// It is ignored when headKey is no longer stored.
+func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, state []byte) error {
+	return s.submit(ctx, &request{kind: opRetry, keys: [][]byte{headKey}, count: count, info: state})
 }
 
 // Replay moves dead batches (all when ids is empty) back to the tail of the

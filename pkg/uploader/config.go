@@ -88,7 +88,7 @@ type UploadConfig struct {
 	CAFile        string            `mapstructure:"ca_file"`        // PEM roots added to the system pool
 	SplitRejected bool              `mapstructure:"split_rejected"` // bisect 400/422, split 413; default true
 	// Concurrency is how many batches may be in flight at once: "auto" (adapt between 1 and
-	// MaxConcurrency from what the destination answers; limiter.go) or a whole number >= 1
+	// MaxConcurrency from what the destination answers; limit.go) or a whole number >= 1
 	// fixing it ("1": strict FIFO delivery, one batch at a time). "" → auto.
 	Concurrency string `mapstructure:"concurrency"`
 	// MaxConcurrency bounds auto's limit. 0 → 32.

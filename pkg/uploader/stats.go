@@ -147,12 +147,6 @@ func (b *board) read() (workerState, <-chan struct{}, Counters) {
 func (c *Client) Stats() Stats {
 	qs := c.q.Stats()
 	st, _, ctr := c.board.read()
-	if c.w.serial() {
-		st.Limit = 1
-		if st.Busy {
-			st.InFlight = 1
-		}
-	}
 	s := Stats{
 		Upload: UploadStats{
 			Destination:      c.w.dest.Name(),
