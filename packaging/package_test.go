@@ -154,13 +154,52 @@ func TestRpm_HoldsTheFilesModesConfigNoreplaceScriptsAndTheBinarysVersion(t *tes
 	}
 }
 
-// On Debian as root (CI), the .deb installs, its binary runs, its unit verifies, and it removes.
+// noInstallEnv names the variable that keeps the tests from installing the .deb on the host:
+// as root on Debian, `make test` otherwise installs and purges a real outbox package.
+const noInstallEnv = "OUTBOX_TEST_NO_INSTALL"
+
+// installRefusal says why the package must not be installed on this host, or "" when it may:
+// noInstallEnv set to a true value, or not root.
+func installRefusal(noInstall string, euid int) string {
+	if on, err := strconv.ParseBool(noInstall); err == nil && on {
+		return noInstallEnv + "=" + noInstall + ": the .deb is not installed on this host"
+	}
+	if euid != 0 {
+		return "installing a package needs root (CI runs as root)"
+	}
+	return ""
+}
+
+func TestInstallRefusal_FollowsTheVariableAndRoot(t *testing.T) {
+	tests := []struct {
+		name      string
+		noInstall string
+		euid      int
+		refused   bool
+	}{
+		{"root with the variable unset installs", "", 0, false},
+		{"root with OUTBOX_TEST_NO_INSTALL=1 does not", "1", 0, true},
+		{"root with OUTBOX_TEST_NO_INSTALL=true does not", "true", 0, true},
+		{"root with OUTBOX_TEST_NO_INSTALL=0 installs", "0", 0, false},
+		{"a user never installs", "", 1000, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := installRefusal(tt.noInstall, tt.euid); (got != "") != tt.refused {
+				t.Errorf("installRefusal(%q, %d) = %q, want refused=%v", tt.noInstall, tt.euid, got, tt.refused)
+			}
+		})
+	}
+}
+
+// On Debian as root (CI), the .deb installs, its binary runs, its unit verifies, and it removes;
+// OUTBOX_TEST_NO_INSTALL=1 skips it.
 func TestDeb_InstallsRunsVerifiesAndRemoves(t *testing.T) {
+	if why := installRefusal(os.Getenv(noInstallEnv), os.Geteuid()); why != "" {
+		t.Skip(why)
+	}
 	needTool(t, "dpkg")
 	needTool(t, "systemd-analyze")
-	if os.Geteuid() != 0 {
-		t.Skip("installing a package needs root (CI runs as root)")
-	}
 	if exec.Command("dpkg", "-s", "outbox").Run() == nil {
 		t.Skip("an outbox package is installed on this machine; not replacing it")
 	}

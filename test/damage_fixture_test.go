@@ -66,24 +66,24 @@ func buildDamageFixture(t *testing.T, mode encryptionMode) *damageFixture {
 			t.Fatal(err)
 		}
 	}
-	lease := func(count int) *queue.Batch {
-		b, err := q.Lease(count, 1<<30)
+	lease := func(count int) *queue.Lease {
+		b, err := q.Lease(context.Background(), count, 1<<30)
 		if err != nil || b == nil {
 			t.Fatalf("lease %d: %v", count, err)
 		}
 		return b
 	}
 	for range 3 {
-		if err := q.Ack(lease(100)); err != nil {
+		if err := lease(100).Ack(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 3 {
-		if err := q.DeadLetter(lease(40), queue.DeadInfo{Reason: "rejected", Status: 400 + i, Attempts: 1}); err != nil {
+		if err := lease(40).DeadLetter(context.Background(), queue.DeadInfo{Reason: "rejected", Status: 400 + i, Attempts: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := q.SaveRetry(lease(50), budget.State{Attempts: 3, Retries: 2, BackoffStart: time.Unix(1700000000, 0)}); err != nil {
+	if err := lease(50).Retry(context.Background(), budget.State{Attempts: 3, Retries: 2, BackoffStart: time.Unix(1700000000, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {

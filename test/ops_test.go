@@ -48,6 +48,7 @@ func TestRun_Auth_WrongKeyIs401AndStoresNothing_ClientCommandsUseConfiguredToken
 	a := startAgent(t, t.TempDir(), s.URL()+"/v1/batch", map[string]string{
 		"OUTBOX_INGEST_WRITE_KEYS": "wk-good",
 		"OUTBOX_INGEST_TOKEN":      "tok-good",
+		"OUTBOX_ADMIN_TOKEN":       "adm-good",
 		"OUTBOX_BATCH_INTERVAL":    "1h",
 	})
 	body, _ := trackBatch("auth", 2)
@@ -67,13 +68,15 @@ func TestRun_Auth_WrongKeyIs401AndStoresNothing_ClientCommandsUseConfiguredToken
 	}
 
 	cwd := t.TempDir()
-	code, _, stderr := runCLI(t, cwd, nil, "", "status", "--agent", a.url)
-	if code != 1 || !strings.Contains(stderr, "401") || !strings.Contains(stderr, "OUTBOX_INGEST_TOKEN") {
-		t.Errorf("status without a credential: exit %d, stderr %q; want 1 with a hint", code, stderr)
+	for _, env := range []map[string]string{nil, {"OUTBOX_INGEST_TOKEN": "tok-good"}} {
+		code, _, stderr := runCLI(t, cwd, env, "", "status", "--agent", a.url)
+		if code != 1 || !strings.Contains(stderr, "401") || !strings.Contains(stderr, "OUTBOX_ADMIN_TOKEN") {
+			t.Errorf("status with %v (no admin token): exit %d, stderr %q; want 1 with a hint", env, code, stderr)
+		}
 	}
-	code, out, stderr := runCLI(t, cwd, map[string]string{"OUTBOX_INGEST_TOKEN": "tok-good"}, "", "status", "--agent", a.url)
+	code, out, stderr := runCLI(t, cwd, map[string]string{"OUTBOX_ADMIN_TOKEN": "adm-good"}, "", "status", "--agent", a.url)
 	if code != 0 || !strings.Contains(out, "0 events") {
-		t.Errorf("status with the token: exit %d, out %q, err %q; want 0 events stored after the 401s", code, out, stderr)
+		t.Errorf("status with the admin token: exit %d, out %q, err %q; want 0 events stored after the 401s", code, out, stderr)
 	}
 	code, out, stderr = runCLI(t, cwd, map[string]string{"OUTBOX_INGEST_WRITE_KEYS": "wk-good"}, "", "send", "--agent", a.url, `{"event":"E","userId":"u"}`)
 	if code != 0 || !strings.Contains(out, "sent 1 event(s)") {

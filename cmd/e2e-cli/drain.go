@@ -17,7 +17,7 @@ const minPoll = 10 * time.Millisecond
 // drain flushes until the queue is empty: every batch delivered or dead-lettered. A retry wait
 // is transient: drain sleeps until it ends and flushes again. It gives up at once when the
 // wait would end after ctx's deadline (the queue cannot empty in time), and returns the error
-// that holds the head batch (a *uploader.ConfigError) or ctx's error.
+// that holds the head batch (a *delivery.ConfigError) or ctx's error.
 func drain(ctx context.Context, c *uploader.Client) error {
 	for {
 		err := c.Flush(ctx)

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/redact"
 	"github.com/outboxhq/outbox/pkg/event"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
@@ -140,14 +140,8 @@ func eventReason(e *event.Error) string {
 	return e.Reason
 }
 
-// redacted hides a password in the endpoint's userinfo, if any.
-func redacted(endpoint string) string {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return "(unparsable)"
-	}
-	return u.Redacted()
-}
+// redacted hides the endpoint's userinfo and query values, if any.
+func redacted(endpoint string) string { return redact.URL(endpoint) }
 
 // explainStop turns an error caused by the run's context into what happened to the run.
 func explainStop(ctx context.Context, err error, timeout time.Duration) error {

@@ -31,7 +31,7 @@ type bench struct {
 	extraEnv    []string       // added to every agent's environment (the encrypt section's key)
 	faults      *drainResult
 	faultPeers  *faultPeerResults // faultpeers.go
-	outage      []outageResult    // outage.go: upload.concurrency auto, then 1
+	outage      []outageResult    // outage.go: upload.concurrency auto, 4, then 1
 	e2eLib      *e2eResult
 	e2eAg       *e2eAgentResult
 	kafka       *kafkaResult     // kafka.go

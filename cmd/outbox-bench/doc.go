@@ -38,11 +38,11 @@
 //	          distinct events delivered per second of the client's span, events lost (given
 //	          to the client, never accepted), ratios to posthog-go (50 ms) or to the same
 //	          client on the local collector (faults)
-//	outage    -fault-events queued events drained in process with upload.concurrency auto
-//	          and 1 side by side; once a quarter are delivered the collector answers 503 to
+//	outage    -fault-events queued events drained in process with upload.concurrency auto,
+//	          4 and 1 side by side; once a quarter are delivered the collector answers 503 to
 //	          everything for -outage (real time), then 200: batch requests the client began
-//	          during the outage (held to concurrency 1's), and of them those begun after its
-//	          first failed answer, time from its end until all are delivered, events lost
+//	          during the outage, and of them those begun after its first failed answer (held
+//	          to concurrency 1's), time from its end until all are delivered, events lost
 //	e2e       end to end, first enqueue → the sink holds all N distinct messageIds, gzip on,
 //	          queue.sync always: through the library (-producers goroutines calling
 //	          Enqueue) and through the agent (-clients × -per-request over HTTP)

@@ -28,11 +28,12 @@ type outageResult struct {
 	err         error
 }
 
-// runOutage runs the outage with upload.concurrency auto and 1, side by side (each its own
-// queue and collector): the outage is real time, and two at once halve the section's length.
+// runOutage runs the outage with upload.concurrency auto, a fixed 4 and 1, side by side (each
+// its own queue and collector): the outage is real time, and running them at once shortens
+// the section.
 func (b *bench) runOutage(ctx context.Context) {
 	n := b.opt.faultEvents
-	runs := []string{uploader.DefaultConcurrency, "1"}
+	runs := []string{uploader.DefaultConcurrency, "4", "1"}
 	b.progress("outage: %s queued events, then every request 503 for %s once a quarter were delivered; upload.concurrency %v side by side",
 		thousands(int64(n)), b.opt.outage, runs)
 	b.outage = make([]outageResult, len(runs))
@@ -125,8 +126,8 @@ func outageRun(ctx context.Context, dir string, n int, conc string, down, limit 
 	return res
 }
 
-// outageRows are the two runs: requests sent during the outage, held to what concurrency 1
-// sends, and the events delivered after it.
+// outageRows are the runs: requests sent during the outage, held to what concurrency 1 sends
+// (the requests in flight when it began aside), and the events delivered after it.
 func (b *bench) outageRows() []row {
 	if len(b.outage) == 0 {
 		return []row{b.errRow("outage", "outage")}
@@ -153,13 +154,14 @@ func (b *bench) outageRows() []row {
 				r.concurrency, thousands(int64(r.events)), thousands(r.atStart), r.limitAt, outageSpec, b.opt.outage,
 				thousands(r.requests), thousands(r.informed), thousands(r.answered), thousands(r.unique), secs(r.recovery), lost, r.dead)}
 		if r.concurrency != "1" && one != nil {
-			// Held to what concurrency 1 sends in all. The part after the first failed answer
-			// is the policy's; before it, the requests of the first round trip go whatever the
-			// policy (one with concurrency 1, up to the limit with several in flight).
+			// The bound: the requests in flight when the outage began (one with concurrency 1,
+			// up to the limit with several), then the breaker's probe schedule, which is one
+			// batch's backoff: the requests begun after the first failed answer are held to
+			// what concurrency 1 begins after its own.
 			rw.ref = fmt.Sprintf("%s, %s after (concurrency 1)", thousands(one.requests), thousands(one.informed))
-			rw.ratio = times(float64(r.requests) / float64(max(one.requests, 1)))
-			rw.target = "≤ concurrency 1, 0 lost"
-			rw.verdict = verdict(r.requests <= one.requests && lost == 0 && r.dead == 0)
+			rw.ratio = times(float64(r.informed) / float64(max(one.informed, 1)))
+			rw.target = "after the first failure ≤ concurrency 1, 0 lost"
+			rw.verdict = verdict(r.informed <= one.informed && lost == 0 && r.dead == 0)
 		} else {
 			rw.ref, rw.target, rw.verdict = "(reference)", "0 lost", verdict(lost == 0 && r.dead == 0)
 		}

@@ -20,10 +20,11 @@ import (
 
 // agentClient talks to a running agent's admin and ingest API for the client commands.
 type agentClient struct {
-	base  string // "http://127.0.0.1:8089", no trailing slash
-	token string // ingest.token, sent as Bearer
-	key   string // first of ingest.write_keys, sent as Basic auth username
-	hc    *http.Client
+	base       string // "http://127.0.0.1:8089", no trailing slash
+	token      string // ingest.token, sent as Bearer on ingest routes
+	key        string // first of ingest.write_keys, sent as Basic auth username on ingest routes
+	adminToken string // admin.token, sent as Bearer on admin routes
+	hc         *http.Client
 }
 
 // addAgentFlag adds --agent to a client command.
@@ -54,7 +55,7 @@ func (a *app) newAgentClient(cmd *cobra.Command, agentURL string) (*agentClient,
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, nil, usageErrorf("--agent %q is not an http(s) URL (e.g. http://127.0.0.1:8089)", agentURL)
 	}
-	c := &agentClient{base: strings.TrimRight(base, "/"), token: lc.Config.Agent.Token, hc: hc}
+	c := &agentClient{base: strings.TrimRight(base, "/"), token: lc.Config.Agent.Token, adminToken: lc.Config.Agent.Admin.Token, hc: hc}
 	if len(lc.Config.Agent.WriteKeys) > 0 {
 		c.key = lc.Config.Agent.WriteKeys[0]
 	}
@@ -69,6 +70,7 @@ type agentError struct {
 	Status  int
 	Message string
 	Index   *int
+	admin   bool // the request was to an admin route
 }
 
 func (e *agentError) Error() string {
@@ -84,16 +86,34 @@ func (e *agentError) Error() string {
 	}
 	switch e.Status {
 	case http.StatusUnauthorized:
-		msg += "; set OUTBOX_INGEST_TOKEN or OUTBOX_INGEST_WRITE_KEYS (or the config file) to a credential the agent accepts"
+		if e.admin {
+			msg += "; set OUTBOX_ADMIN_TOKEN (or admin.token in the config file) to the agent's admin.token"
+		} else {
+			msg += "; set OUTBOX_INGEST_TOKEN or OUTBOX_INGEST_WRITE_KEYS (or the config file) to a credential the agent accepts"
+		}
 	case http.StatusServiceUnavailable:
 		msg += "; the agent cannot take events right now (full queue, failing disk or shutting down), try again shortly"
 	}
 	return msg
 }
 
-// do sends one request; a JSON body is encoded from in (nil: no body) and a 2xx answer is
-// decoded into out (nil: ignored).
+// do sends one request to an admin route (status, flush, dead letters) with admin.token; a
+// JSON body is encoded from in (nil: no body) and a 2xx answer is decoded into out (nil:
+// ignored).
 func (c *agentClient) do(ctx context.Context, method, path string, in, out any) error {
+	return c.send(ctx, method, path, in, out, true)
+}
+
+// ingest is do for an ingest route, with the ingest credential (ingest.token, else the
+// first write key).
+func (c *agentClient) ingest(ctx context.Context, method, path string, in, out any) error {
+	return c.send(ctx, method, path, in, out, false)
+}
+
+// httpToHTTPS is what Go's HTTPS server answers a plain HTTP request.
+const httpToHTTPS = "Client sent an HTTP request to an HTTPS server"
+
+func (c *agentClient) send(ctx context.Context, method, path string, in, out any, admin bool) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -106,10 +126,16 @@ func (c *agentClient) do(ctx context.Context, method, path string, in, out any) 
 	if err != nil {
 		return err
 	}
-	if in != nil {
+	if in != nil || method == http.MethodPost {
+		// The agent's state-changing admin routes take application/json only (a cross-site
+		// form cannot send it), with or without a body.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	switch {
+	case admin && c.adminToken != "":
+		req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	case admin:
+		// No admin.token: the agent answers admin routes on loopback without a credential.
 	case c.token != "":
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	case c.key != "":
@@ -124,8 +150,12 @@ func (c *agentClient) do(ctx context.Context, method, path string, in, out any) 
 	if err != nil {
 		return fmt.Errorf("reading the agent's answer from %s: %w", c.base, err)
 	}
+	if resp.StatusCode == http.StatusBadRequest && strings.HasPrefix(c.base, "http://") && strings.Contains(string(raw), httpToHTTPS) {
+		return fmt.Errorf("the agent at %s speaks HTTPS (ingest.tls is set): pass --agent https://HOST:PORT and --ca-file "+
+			"with the CA that signed its certificate (or set ingest.tls.* in the configuration the command reads)", c.base)
+	}
 	if resp.StatusCode/100 != 2 {
-		ae := &agentError{Status: resp.StatusCode}
+		ae := &agentError{Status: resp.StatusCode, admin: admin}
 		var eb struct {
 			Error string `json:"error"`
 			Index *int   `json:"index"`

@@ -11,7 +11,7 @@ func newConfigCommand(a *app) *cobra.Command {
 		Short: "Print the effective configuration and where each value came from",
 		Long: `Print the configuration outbox would run with: every key, its value and its source
 (default, file <path>, env OUTBOX_..., or flag --...). Secrets are redacted: upload.write_key,
-upload.kafka.sasl.password, ingest.write_keys, ingest.token, and upload.headers values that
+upload.kafka.sasl.password, ingest.write_keys, ingest.token, admin.token, and upload.headers values that
 carry credentials (Authorization, Cookie, *-Key, *Token*, *Secret*).
 
 It checks the configuration through the same code as "outbox run" (the uploader's and the

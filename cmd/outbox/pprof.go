@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/agent"
 )
 
 // pprofServer serves net/http/pprof for `outbox run --pprof ADDR` (debug.pprof_listen). It has
@@ -23,7 +25,7 @@ type pprofServer struct {
 
 // startPprof listens on addr and serves the profiling endpoints under /debug/pprof/ until
 // Close. An empty addr means off: it returns nil, nil.
-func startPprof(addr string, log *slog.Logger) (*pprofServer, error) {
+func startPprof(addr string, allowedHosts []string, log *slog.Logger) (*pprofServer, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -38,7 +40,9 @@ func startPprof(addr string, log *slog.Logger) (*pprofServer, error) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	p := &pprofServer{
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		// The peer and Host checks of the admin routes: a web page cannot read profiles by
+		// making its own name resolve to 127.0.0.1 (DNS rebinding).
+		srv:  &http.Server{Handler: agent.LoopbackOnly(mux, allowedHosts), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 		addr: ln.Addr().String(),
 		done: make(chan struct{}),
 	}

@@ -44,10 +44,10 @@ func TestRun_Pprof_RefusesAnAddressBeyondLoopback(t *testing.T) {
 
 func TestStartPprof_ServesProfilesOnItsOwnMux(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if p, err := startPprof("", log); p != nil || err != nil {
+	if p, err := startPprof("", nil, log); p != nil || err != nil {
 		t.Fatalf("startPprof(\"\") = %v, %v; want off", p, err)
 	}
-	p, err := startPprof("127.0.0.1:0", log)
+	p, err := startPprof("127.0.0.1:0", nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +71,17 @@ func TestStartPprof_ServesProfilesOnItsOwnMux(t *testing.T) {
 	if code, _ := get("/"); code != http.StatusNotFound {
 		t.Errorf("/ = %d, want 404: nothing but the profiles is served", code)
 	}
+	// DNS rebinding: a page whose own name resolves to 127.0.0.1 reads no profile.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/debug/pprof/heap", nil)
+	req.Host = "evil.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("/debug/pprof/heap with Host evil.example = %v %v, want 403", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 
 	// Taken: a second server on the same address fails with a message naming the key.
-	_, err = startPprof(p.addr, log)
+	_, err = startPprof(p.addr, nil, log)
 	if err == nil || !strings.Contains(err.Error(), "debug.pprof_listen") {
 		t.Errorf("second startPprof on %s = %v, want an error naming debug.pprof_listen", p.addr, err)
 	}

@@ -20,7 +20,10 @@ import (
 // devSinkAddr is where `outbox run --dev` starts its local collector (a free port when taken).
 const devSinkAddr = "127.0.0.1:8090"
 
-type runOptions struct{ dev bool }
+type runOptions struct {
+	dev   bool
+	print bool // with dev: the local collector prints each event it accepts
+}
 
 func newRunCommand(a *app) *cobra.Command {
 	o := &runOptions{}
@@ -47,21 +50,27 @@ TimeoutStopSec, Kubernetes terminationGracePeriodSeconds).
 
 --dev also starts a local collector (like 'outbox sink') on 127.0.0.1:8090, or a free port, that
 prints a line per batch, and points upload.endpoint at it: events flow with no account.
+--dev --print also prints each event the collector accepts, one JSON line each.
 
 Exit codes: 0 after a clean stop; 1 when the data directory is in use or serving fails; 2 for
 a configuration error; 3 when the data file is damaged (the message names 'outbox recover').`,
 		Example: `  outbox run --dev
+  outbox run --dev --print
   outbox run --config /etc/outbox/config.yaml
   OUTBOX_UPLOAD_WRITE_KEY=... outbox run --data-dir /var/lib/outbox --listen 127.0.0.1:8089`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(a, cmd) },
 	}
 	cmd.Flags().BoolVar(&o.dev, "dev", false, "also run a local collector that prints batches, and upload to it")
+	cmd.Flags().BoolVar(&o.print, "print", false, "with --dev: the local collector also prints each event it receives")
 	cmd.Flags().String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060 (key debug.pprof_listen; default off)")
 	return cmd
 }
 
 func (o *runOptions) run(a *app, cmd *cobra.Command) error {
+	if o.print && !o.dev {
+		return usageErrorf("--print needs --dev: it prints what the local collector receives (for a collector of its own, run `outbox sink --print`)")
+	}
 	lc, err := a.load(cmd)
 	if err != nil {
 		return err
@@ -75,7 +84,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	defer hups.Stop()
 
 	if o.dev {
-		s, err := startDevSink(cmd.OutOrStdout())
+		s, err := startDevSink(cmd.OutOrStdout(), o.print)
 		if err != nil {
 			return err
 		}
@@ -126,7 +135,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 		closeQuick(client)
 		return fmt.Errorf("cannot listen on ingest.listen %s: %w; is another agent running there? pick another address with --listen", cfg.Agent.Listen, err)
 	}
-	pp, err := startPprof(cfg.Debug.PprofListen, log)
+	pp, err := startPprof(cfg.Debug.PprofListen, cfg.Agent.Admin.AllowedHosts, log)
 	if err != nil {
 		_ = ln.Close()
 		closeQuick(client)
@@ -179,9 +188,14 @@ func closeQuick(c *uploader.Client) {
 	_ = c.Close(ctx)
 }
 
-// startDevSink starts the --dev collector, printing one line per request to out.
-func startDevSink(out io.Writer) (*sink.Server, error) {
+// startDevSink starts the --dev collector, printing one line per request to out, and each
+// accepted event too when printEvents.
+func startDevSink(w io.Writer, printEvents bool) (*sink.Server, error) {
+	out := &lockedWriter{w: w}
 	opts := sink.Options{Logger: slog.New(slog.NewTextHandler(out, nil)).With("component", "dev_sink")}
+	if printEvents {
+		opts.Print = out
+	}
 	s, err := sink.Start(devSinkAddr, opts)
 	if err != nil {
 		s, err = sink.Start("127.0.0.1:0", opts)

@@ -27,8 +27,8 @@ func newSendCommand(a *app) *cobra.Command {
 		Use:   "send [JSON ...]",
 		Short: "Send events to a running agent",
 		Long: `Send events to a running agent (POST /v1/batch). Each argument is one event as a JSON
-object (or a JSON array of events); with no arguments, events are read from standard input, one
-JSON object per line. The agent answers only after the events are on disk.
+object (or a JSON array of events); "-" (or no arguments at all) reads events from standard
+input, one JSON object (or array) per line. The agent answers only after the events are on disk.
 
 An event without "type" gets one from its fields: "event" → track, "groupId" → group,
 "previousId" → alias, "traits" → identify; page and screen events must say their type. Every
@@ -39,7 +39,8 @@ ingest.write_keys entry is sent; set them with OUTBOX_INGEST_TOKEN / OUTBOX_INGE
 or the config file, never on the command line.`,
 		Example: `  outbox send '{"type":"track","event":"Signed Up","userId":"u1","properties":{"plan":"pro"}}'
   outbox send '{"event":"Clicked","anonymousId":"a1"}' '{"traits":{"name":"Ada"},"userId":"u1"}'
-  cat events.jsonl | outbox send
+  cat events.jsonl | outbox send -
+  echo '{"event":"Clicked","userId":"u1"}' | outbox send - '{"event":"Seen","userId":"u2"}'
   outbox send --agent http://10.0.0.5:8089 < events.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(a, cmd, args) },
 	}
@@ -53,7 +54,7 @@ func (o *sendOptions) run(a *app, cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if len(events) == 0 {
-		return usageErrorf("no events to send: pass JSON objects as arguments or pipe JSON lines on stdin")
+		return usageErrorf("no events to send: pass JSON objects as arguments, or - and JSON lines on standard input")
 	}
 	c, _, err := a.newAgentClient(cmd, o.agent)
 	if err != nil {
@@ -67,7 +68,7 @@ func (o *sendOptions) run(a *app, cmd *cobra.Command, args []string) error {
 			end++
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), requestTimeout)
-		err := c.do(ctx, "POST", "/v1/batch", map[string]any{"batch": events[start:end]}, nil)
+		err := c.ingest(ctx, "POST", "/v1/batch", map[string]any{"batch": events[start:end]}, nil)
 		cancel()
 		if err != nil {
 			var ae *agentError
@@ -88,8 +89,8 @@ func (o *sendOptions) run(a *app, cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// readEvents collects events from args, or from r (JSON lines) when there are no args, filling
-// in "type" where it can be inferred.
+// readEvents collects events from args, in order, where an argument "-" stands for the JSON lines
+// of r (as do no arguments at all), filling in "type" where it can be inferred.
 func readEvents(args []string, r io.Reader) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	add := func(where string, raw []byte) error {
@@ -114,23 +115,37 @@ func readEvents(args []string, r io.Reader) ([]json.RawMessage, error) {
 		}
 		return nil
 	}
-	if len(args) > 0 {
-		for i, arg := range args {
+	readStdin := func() error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+		for line := 1; sc.Scan(); line++ {
+			if err := add(fmt.Sprintf("stdin line %d", line), sc.Bytes()); err != nil {
+				return err
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("reading events from stdin: %w", err)
+		}
+		return nil
+	}
+	if len(args) == 0 {
+		return out, readStdin()
+	}
+	stdinRead := false
+	for i, arg := range args {
+		if arg != "-" {
 			if err := add(fmt.Sprintf("argument %d", i+1), []byte(arg)); err != nil {
 				return nil, err
 			}
+			continue
 		}
-		return out, nil
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for line := 1; sc.Scan(); line++ {
-		if err := add(fmt.Sprintf("stdin line %d", line), sc.Bytes()); err != nil {
+		if stdinRead {
+			return nil, usageErrorf(`argument %d: "-" (standard input) is given twice; pass it once`, i+1)
+		}
+		stdinRead = true
+		if err := readStdin(); err != nil {
 			return nil, err
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading events from stdin: %w", err)
 	}
 	return out, nil
 }

@@ -44,3 +44,41 @@ func TestReadEvents_StdinLinesArraysAndErrors(t *testing.T) {
 		t.Fatalf("untyped event: err %v, want one asking for a type", err)
 	}
 }
+
+func TestReadEvents_DashReadsStandardInputInItsPlace(t *testing.T) {
+	stdin := "{\"event\":\"in1\",\"userId\":\"u\"}\n{\"event\":\"in2\",\"userId\":\"u\"}\n"
+	tests := []struct {
+		name    string
+		args    []string
+		want    []string // the events' names, in order
+		wantErr string
+	}{
+		{"a lone dash reads every line", []string{"-"}, []string{"in1", "in2"}, ""},
+		{"no arguments read every line", nil, []string{"in1", "in2"}, ""},
+		{"a dash among arguments keeps their order", []string{`{"event":"a1","userId":"u"}`, "-", `{"event":"a3","userId":"u"}`}, []string{"a1", "in1", "in2", "a3"}, ""},
+		{"a second dash is refused", []string{"-", "-"}, nil, `argument 2: "-" (standard input) is given twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := readEvents(tt.args, strings.NewReader(stdin))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || exitCode(err) != exitUsage {
+					t.Fatalf("err = %v, want a usage error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ev := range evs {
+				var e struct{ Event string }
+				_ = json.Unmarshal(ev, &e)
+				got = append(got, e.Event)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("events %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/spf13/cobra"
@@ -14,6 +16,7 @@ type sinkOptions struct {
 	listen   string
 	fail     string
 	writeKey string
+	print    bool
 }
 
 func newSinkCommand(a *app) *cobra.Command {
@@ -22,7 +25,8 @@ func newSinkCommand(a *app) *cobra.Command {
 		Use:   "sink",
 		Short: "Run a local test collector that prints every batch it receives",
 		Long: `Run a small Segment-compatible collector: it accepts POST /v1/batch (plain or gzip),
-counts the events and duplicate messageIds, and prints one line per request. Point an agent at
+counts the events and duplicate messageIds, and prints one line per request; with --print, also
+each event of every accepted batch, one JSON line each, as it arrived. Point an agent at
 it with --endpoint http://127.0.0.1:8090/v1/batch to watch events flow without an account.
 GET /stats answers its counters as JSON.
 
@@ -49,6 +53,7 @@ test collector's key, not a secret of yours; real keys belong in OUTBOX_UPLOAD_W
 
 Stop it with Ctrl-C; it prints its totals.`,
 		Example: `  outbox sink
+  outbox sink --print                         # every event received, one JSON line each
   outbox sink --listen 127.0.0.1:9000 --fail '503x3'
   outbox sink --fail '429:ra=300:default'     # rate-limit everything
   outbox sink --fail '503:20%,429:5%:ra=1,seed=7'`,
@@ -59,6 +64,7 @@ Stop it with Ctrl-C; it prints its totals.`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8090", "address to listen on (host:port)")
 	f.StringVar(&o.fail, "fail", "", "fault script (see above); empty accepts everything")
 	f.StringVar(&o.writeKey, "write-key", "", "require this Basic auth username (a test key)")
+	f.BoolVar(&o.print, "print", false, "print each event of every accepted batch, one JSON line each")
 	return cmd
 }
 
@@ -69,12 +75,16 @@ func (o *sinkOptions) run(a *app, cmd *cobra.Command) error {
 	}
 	sigs := a.watchSignals()
 	defer sigs.Stop()
-	out := cmd.OutOrStdout()
-	s, err := sink.Start(o.listen, sink.Options{
+	out := &lockedWriter{w: cmd.OutOrStdout()} // the log lines and the printed events
+	opts := sink.Options{
 		WriteKey: o.writeKey,
 		Script:   script,
 		Logger:   slog.New(slog.NewTextHandler(out, nil)),
-	})
+	}
+	if o.print {
+		opts.Print = out
+	}
+	s, err := sink.Start(o.listen, opts)
 	if err != nil {
 		return fmt.Errorf("%w; pick another address with --listen", err)
 	}
@@ -88,6 +98,18 @@ func (o *sinkOptions) run(a *app, cmd *cobra.Command) error {
 	fmt.Fprintf(out, "sink stopped: %d requests, %d batches accepted, %d events accepted (%d unique, %d duplicates), %d rejected\n",
 		st.Requests, st.Batches, st.Events, st.Unique, st.Duplicates, st.Rejected)
 	return nil
+}
+
+// lockedWriter serialises the writes of the sink's logger and its printed events to one writer.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // modifierHint explains a fault item that starts with a modifier, the mistake the old help invited

@@ -2,6 +2,7 @@
 package testutil
 
 import (
+	"context"
 	"testing"
 
 	"github.com/outboxhq/outbox/pkg/queue"
@@ -33,7 +34,7 @@ func DrainAll(t testing.TB, q *queue.Queue) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for {
-		b, err := q.Lease(1000, 1<<20)
+		b, err := q.Lease(context.Background(), 1000, 1<<20)
 		if err != nil {
 			t.Fatalf("lease: %v", err)
 		}
@@ -41,7 +42,7 @@ func DrainAll(t testing.TB, q *queue.Queue) [][]byte {
 			return out
 		}
 		out = append(out, b.Events...)
-		if err := q.Ack(b); err != nil {
+		if err := b.Ack(context.Background()); err != nil {
 			t.Fatalf("ack: %v", err)
 		}
 	}

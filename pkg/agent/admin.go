@@ -39,6 +39,7 @@ type FlushWaiting struct {
 func (a *Agent) handleFlush(w http.ResponseWriter, r *http.Request) {
 	waitParam := r.URL.Query().Get("wait")
 	if waitParam == "" {
+		a.audit(r, "flush", "events", a.client.Stats().Queue.Events)
 		a.flushInBackground()
 		res := a.flushResult(nil)
 		code := http.StatusAccepted
@@ -54,6 +55,7 @@ func (a *Agent) handleFlush(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("wait=%q: want a duration between 1ms and %s, for example wait=30s", waitParam, maxFlushWait))
 		return
 	}
+	a.audit(r, "flush", "wait", wait.String(), "events", a.client.Stats().Queue.Events)
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
 	err = a.client.Flush(ctx)

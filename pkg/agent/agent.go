@@ -24,6 +24,11 @@ type Agent struct {
 	client  *uploader.Client
 	metrics *Metrics
 	auth    *authenticator
+	admin   *adminGate
+	refuse  *refusals
+	// preAuth holds one token per body-key request whose body is being read before its
+	// credential is known (ingest.go).
+	preAuth chan struct{}
 	body    *bodyReader
 	evOpts  event.Options
 	page    *statusPage
@@ -76,10 +81,18 @@ func New(cfg Config, client *uploader.Client, metrics *Metrics) (*Agent, error) 
 		client:   client,
 		metrics:  metrics,
 		auth:     newAuthenticator(cfg),
+		admin:    newAdminGate(cfg),
 		body:     newBodyReader(cfg.MaxRequestBytes),
 		evOpts:   event.Options{Limits: event.Limits{MaxEventBytes: cfg.MaxEventBytes}},
 		shutdown: make(chan struct{}),
 	}
+	now := time.Now
+	if cfg.Clock != nil {
+		now = cfg.Clock.Now
+	}
+	a.refuse = &refusals{log: a.log, now: now, counter: metrics.authRefused}
+	a.auth.refused = a.refuse.refused
+	a.preAuth = make(chan struct{}, maxPreAuthBodies)
 	a.baseCtx, a.cancelBase = context.WithCancel(context.Background())
 	metrics.setSource(func() gaugeValues { return gaugesFromStats(client.Stats()) })
 	if cfg.QueueMaxBytes > 0 {
@@ -138,7 +151,8 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	a.mu.Unlock()
 
 	a.log.Info("agent listening", "listen", ln.Addr().String(), "auth", a.auth.enabled(),
-		"tls", a.tls != nil, "mtls", a.cfg.TLS.mutual())
+		"admin", a.admin.mode(), "tls", a.tls != nil, "mtls", a.cfg.TLS.mutual(), "max_connections", a.cfg.MaxConnections)
+	ln = limitListener(ln, a.cfg.MaxConnections)
 	errc := make(chan error, 1)
 	go func() {
 		if srv.TLSConfig != nil {

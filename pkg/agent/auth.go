@@ -16,6 +16,9 @@ import (
 // checked against the set current when it arrives.
 type authenticator struct {
 	cur atomic.Pointer[credentials]
+	// refused is told of every request refused for its credential, with the credential it
+	// presented ("" for none). Set once by New before serving.
+	refused func(r *http.Request, presented string)
 }
 
 // credentials are one set of accepted credentials; never modified once published.
@@ -25,7 +28,7 @@ type credentials struct {
 }
 
 func newAuthenticator(cfg Config) *authenticator {
-	a := &authenticator{}
+	a := &authenticator{refused: func(*http.Request, string) {}}
 	a.set(cfg)
 	return a
 }
@@ -86,6 +89,7 @@ func (a *authenticator) guard(h http.Handler, bodyKey bool) http.Handler {
 			return
 		}
 		if !c.allow(r) {
+			a.refused(r, presentedCredential(r))
 			unauthorized(w, c)
 			return
 		}
@@ -96,26 +100,38 @@ func (a *authenticator) guard(h http.Handler, bodyKey bool) http.Handler {
 // bodyKeyCheck is the context key of the credentials a batch body's writeKey is checked against.
 type bodyKeyCheck struct{}
 
+// needsBodyKey reports whether wrapBatch left the check of r's credential to the handler: the
+// body's writeKey decides, so the body is read before r is authenticated (ingest bounds that
+// read more tightly).
+func needsBodyKey(r *http.Request) bool {
+	_, check := r.Context().Value(bodyKeyCheck{}).(*credentials)
+	return check
+}
+
 // bodyKeyAllowed reports whether r may go on given its batch body: true unless wrapBatch left
 // the check of the body's writeKey to the handler and that key is missing or not accepted.
-func bodyKeyAllowed(r *http.Request, body []byte) (ok bool, c *credentials) {
+// key is the writeKey the body carries ("" for none).
+func bodyKeyAllowed(r *http.Request, body []byte) (ok bool, c *credentials, key string) {
 	c, check := r.Context().Value(bodyKeyCheck{}).(*credentials)
 	if !check {
-		return true, nil
+		return true, nil, ""
 	}
 	key, found := event.WriteKey(body) // the top level only: the events are parsed once, later
 	if !found || key == "" {
-		return false, c
+		return false, c, ""
 	}
 	k, match := []byte(key), 0
 	for _, want := range c.writeKeys {
 		match |= subtle.ConstantTimeCompare(k, want)
 	}
-	return match == 1, c
+	return match == 1, c, key
 }
 
 // unauthorized answers 401, asking for Basic auth when write keys are configured.
+// The connection is closed after the answer: the server would otherwise read what is left of
+// an unauthenticated sender's body before answering, to keep the connection.
 func unauthorized(w http.ResponseWriter, c *credentials) {
+	w.Header().Set("Connection", "close")
 	if len(c.writeKeys) > 0 {
 		w.Header().Set("WWW-Authenticate", `Basic realm="outbox"`)
 	}

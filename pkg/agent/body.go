@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -74,7 +75,7 @@ var errBadEncoding = errors.New("unsupported Content-Encoding (use gzip or none)
 // limit (for a plain body they are the body), so waiting for them only holds the connection.
 func (br *bodyReader) read(w http.ResponseWriter, r *http.Request) (requestBody, error) {
 	if r.ContentLength > br.limit {
-		return requestBody{}, errBodyTooLarge
+		return requestBody{}, &bodyTooLargeError{size: r.ContentLength, exact: true}
 	}
 	raw := http.MaxBytesReader(w, r.Body, br.limit)
 	defer raw.Close()
@@ -101,7 +102,7 @@ func (br *bodyReader) read(w http.ResponseWriter, r *http.Request) (requestBody,
 	}
 	if n > br.limit {
 		rb.release()
-		return requestBody{}, errBodyTooLarge
+		return requestBody{}, &bodyTooLargeError{size: n}
 	}
 	return rb, nil
 }
@@ -151,12 +152,25 @@ func (br *bodyReader) gzipReader(src io.Reader) (*gzip.Reader, error) {
 	return gzip.NewReader(src)
 }
 
-// classifyReadErr maps a read failure to errBodyTooLarge when the raw limit was hit, or to a
-// bad-input error otherwise.
+// classifyReadErr maps a read failure to errBodyTooLarge when the raw limit was hit, to
+// errBodyTimeout when the read deadline passed, or to a bad-input error otherwise. A
+// connection's error names the sockets' addresses; the client is told what happened without
+// them.
 func classifyReadErr(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return errBodyTooLarge
+		return &bodyTooLargeError{size: mbe.Limit + 1}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return errBodyTimeout
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return errors.New("reading request body: the connection failed before the body's end")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("reading request body: it ended before its declared length or its gzip stream's end")
 	}
 	return fmt.Errorf("reading request body: %w", err)
 }

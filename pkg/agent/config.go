@@ -24,11 +24,13 @@ const (
 	DefaultMaxEventBytes = event.DefaultMaxEventBytes
 	// DefaultShutdownTimeout is shutdown.timeout when unset.
 	DefaultShutdownTimeout = 25 * time.Second
+	// DefaultMaxConnections is ingest.max_connections when unset.
+	DefaultMaxConnections = 1024
 )
 
 // DefaultConfig returns every default of the agent's keys.
 func DefaultConfig() Config {
-	c := Config{WriteKeys: []string{}}.withDefaults()
+	c := Config{WriteKeys: []string{}, Admin: AdminConfig{AllowedHosts: []string{}}}.withDefaults()
 	c.Logger = nil
 	return c
 }
@@ -38,13 +40,20 @@ func DefaultConfig() Config {
 type Config struct {
 	// Listen is ingest.listen, the host:port the HTTP server binds. "" → DefaultListen.
 	Listen string
-	// WriteKeys is ingest.write_keys. When non-empty, ingest and admin requests must carry
+	// WriteKeys is ingest.write_keys. When non-empty, ingest requests must carry
 	// one of them as the Basic auth username (what Segment SDKs send); a batch request with no
 	// Authorization header may carry it as the body's writeKey instead. nil → no write-key auth.
 	WriteKeys []string
 	// Token is ingest.token. When set, "Authorization: Bearer <Token>" is accepted on
-	// ingest and admin routes. "" → no token auth.
+	// ingest routes. "" → no token auth.
 	Token string
+	// Admin is admin.*: the credential of the admin routes (admin_auth.go). Ingest
+	// credentials never open them; without admin.token and mTLS they answer loopback only.
+	Admin AdminConfig
+	// MaxConnections is ingest.max_connections: the most connections served at once; past
+	// it the listener accepts the next one only when one closes (conn_limit.go).
+	// 0 → DefaultMaxConnections.
+	MaxConnections int
 	// AllowUnauthenticated is ingest.allow_unauthenticated: permit a non-loopback Listen
 	// with neither WriteKeys, Token nor mTLS. false → such a Config is refused by Validate.
 	AllowUnauthenticated bool
@@ -90,10 +99,14 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	c.WriteKeys = append([]string(nil), c.WriteKeys...)
+	c.Admin.AllowedHosts = append([]string(nil), c.Admin.AllowedHosts...)
 	return c
 }
 
@@ -111,6 +124,21 @@ func (c Config) Validate() error {
 		if strings.TrimSpace(k) == "" {
 			return errs.KeyErrorf("ingest.write_keys", "ingest.write_keys[%d]: a write key must not be empty", i)
 		}
+	}
+	if err := checkToken("ingest.token", c.Token); err != nil {
+		return err
+	}
+	if err := checkToken("admin.token", c.Admin.Token); err != nil {
+		return err
+	}
+	for i, h := range c.Admin.AllowedHosts {
+		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/ ") {
+			return errs.KeyErrorf("admin.allowed_hosts", "admin.allowed_hosts[%d] %q: want a host name as clients put it in the URL, "+
+				"for example outbox.internal or outbox.internal:8089", i, h)
+		}
+	}
+	if c.MaxConnections < 0 {
+		return errs.KeyErrorf("ingest.max_connections", "ingest.max_connections %d: must be positive", c.MaxConnections)
 	}
 	if c.MaxRequestBytes < 0 {
 		return errs.KeyErrorf("limits.max_request_bytes", "limits.max_request_bytes %d: must be positive", c.MaxRequestBytes)
@@ -138,6 +166,16 @@ func (c Config) Validate() error {
 		return errs.KeyErrorf("ingest.listen", "%w: ingest.listen %q is not a loopback address and neither ingest.write_keys, "+
 			"ingest.token nor ingest.tls.client_ca_file (mTLS) is set; set one of them, listen on 127.0.0.1, or set "+
 			"ingest.allow_unauthenticated: true", ErrUnauthenticated, c.Listen)
+	}
+	return nil
+}
+
+// checkToken refuses a token with whitespace at its start or end: a client would send it
+// without, and every request would be refused with no hint why. Configuration loading trims
+// what it reads (a token file's final newline); a value that still has it came from a caller.
+func checkToken(key, tok string) error {
+	if tok != strings.TrimSpace(tok) {
+		return errs.KeyErrorf(key, "%s has whitespace (a space or newline) at its start or end, which no client sends: remove it", key)
 	}
 	return nil
 }

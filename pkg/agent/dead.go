@@ -69,16 +69,19 @@ func NewDeadBatch(d uploader.DeadBatch) DeadBatch {
 }
 
 // handleDeadList serves GET /v1/dead.
-func (a *Agent) handleDeadList(w http.ResponseWriter, _ *http.Request) {
+func (a *Agent) handleDeadList(w http.ResponseWriter, r *http.Request) {
 	list, err := a.client.DeadLetters().List()
 	if err != nil {
 		a.adminFailed(w, err)
 		return
 	}
 	out := DeadList{Batches: make([]DeadBatch, 0, len(list))}
+	events := 0
 	for _, d := range list {
 		out.Batches = append(out.Batches, NewDeadBatch(d))
+		events += d.Count
 	}
+	a.audit(r, "dead_list", "batches", len(list), "events", events)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -89,6 +92,7 @@ func (a *Agent) handleDeadGet(w http.ResponseWriter, r *http.Request) {
 		a.adminFailed(w, err)
 		return
 	}
+	a.audit(r, "dead_show", "dead_id", d.ID, "events", d.Count)
 	writeJSON(w, http.StatusOK, NewDeadBatch(d))
 }
 
@@ -103,6 +107,7 @@ func (a *Agent) handleDeadReplay(w http.ResponseWriter, r *http.Request) {
 		a.adminFailed(w, err)
 		return
 	}
+	a.audit(r, "dead_replay", "ids", auditIDs(dr.IDs), "events", n)
 	writeJSON(w, http.StatusOK, DeadReplayResult{Events: n})
 }
 
@@ -116,11 +121,16 @@ func (a *Agent) handleDeadPurge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `purge needs batch ids ({"ids":[...]}) or {"all":true}`)
 		return
 	}
+	// The events a purge deletes are counted as dropped (reason "purged") by the store; the
+	// audit line takes their number from that counter.
+	before := a.client.Stats().Queue.Dropped[uploader.DropReasonPurged]
 	n, err := a.client.DeadLetters().Purge(r.Context(), dr.IDs...)
 	if err != nil {
 		a.adminFailed(w, err)
 		return
 	}
+	a.audit(r, "dead_purge", "ids", auditIDs(dr.IDs), "batches", n,
+		"events", a.client.Stats().Queue.Dropped[uploader.DropReasonPurged]-before)
 	writeJSON(w, http.StatusOK, DeadPurgeResult{Batches: n})
 }
 

@@ -16,12 +16,24 @@
 //	                                    delete those users' queued and dead-lettered events (ForgetResult)
 //	GET  /healthz, /readyz, /metrics    open: probes and scrapers
 //
-// Every route except the last three requires a credential when one is configured: one of
+// The ingest routes (the first two lines) require a credential when one is configured: one of
 // Config.WriteKeys as the Basic auth username (what Segment SDKs send) or Config.Token as
 // "Authorization: Bearer". A /v1/batch or /v1/import request with no Authorization header may
 // carry the write key as the body's top-level writeKey instead (analytics-node 2.x does): the
-// body is read and checked before anything is parsed or stored. Credentials are compared in
-// constant time and never logged.
+// body is read and checked before anything is parsed or stored, with at most maxPreAuthBodies
+// such bodies read at once, each within preAuthReadTimeout. A header credential is checked
+// before the body is read. Refusals are counted (outbox_ingest_auth_refused_total) and logged
+// at warn at most once a second, naming the key by a hash. Credentials are compared in
+// constant time and never logged. The listener serves at most Config.MaxConnections
+// connections at once (conn_limit.go).
+//
+// The admin routes (the status page, /v1/samples, /v1/status, /v1/flush, /v1/dead*,
+// /v1/forget) never
+// accept ingest credentials; the admin gate (admin_auth.go) asks for Config.Admin.Token, or a
+// verified client certificate under mTLS, or else a loopback peer under a loopback Host, and
+// refuses cross-site and non-JSON requests on the routes that change state. Every admin action
+// is logged (audit.go). A route is made an admin route by registering it with routes.go's
+// admin helper: one line, and the check comes with it.
 //
 // # Intake contract
 //
@@ -37,6 +49,7 @@
 //	bad JSON or a bad event             → 400 {"error":"...","index":N}; nothing is stored
 //	queue full (reject), store failing,
 //	or shutdown begun                   → 503 with Retry-After: 1
+//	body not arrived within its deadline → 408
 //	missing or wrong credential         → 401
 //
 // Every time in a JSON answer (status, flush, dead letters) is RFC 3339 in UTC with exactly
@@ -44,9 +57,10 @@
 //
 // # Status page
 //
-// New starts a sampler that reads the client's Stats (and the upload attempts by code from the
-// metrics) once a second on Config.Clock into a fixed ring of one hour: 3600 rows of a few
-// int64 columns, about 230 KiB, allocated once. Level columns (queue events) are stored as
+// New starts a sampler that reads the client's Stats (and, from the metrics, the upload
+// attempts by code and the ingest requests refused with 400, 413 or 503) once a second on
+// Config.Clock into a fixed ring of one hour: 3600 rows of a few int64 columns, about 390 KiB,
+// allocated once. Level columns (queue events) are stored as
 // read, counter columns (events uploaded, failed attempts) as the change since the previous
 // sample, so the page draws rates directly. The page polls /v1/status and /v1/samples and
 // loads /v1/dead when the dead-letter counts change. Its Content-Security-Policy allows only

@@ -79,6 +79,8 @@ func (a *Agent) handleForget(w http.ResponseWriter, r *http.Request) {
 			a.forgetFailed(w, err)
 			return
 		}
+		// The audit line counts the ids and never names them: they identify people.
+		a.audit(r, "unsuppress", "ids", len(fr.UserIDs)+len(fr.AnonymousIDs))
 		writeJSON(w, http.StatusOK, ForgetResult{Sources: []ForgetSource{}, Unsuppressed: true, IDs: len(fr.UserIDs) + len(fr.AnonymousIDs)})
 		return
 	}
@@ -87,7 +89,9 @@ func (a *Agent) handleForget(w http.ResponseWriter, r *http.Request) {
 		a.forgetFailed(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, NewForgetResult(res, fr))
+	out := NewForgetResult(res, fr)
+	a.audit(r, "forget", "ids", out.IDs, "suppress", fr.Suppress, "queued_events", out.Queued, "dead_events", out.Dead)
+	writeJSON(w, http.StatusOK, out)
 }
 
 // forgetFailed answers a failed forget. Its errors name no user, so they can be logged.

@@ -131,10 +131,14 @@ func (h *harness) do(rq req) resp {
 	if rq.gzip {
 		r.Header.Set("Content-Encoding", "gzip")
 	}
-	if body != nil {
+	if body != nil || method == http.MethodPost {
 		r.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range rq.header {
+		if k == "Host" {
+			r.Host = v // the client sends r.Host, not a Host header
+			continue
+		}
 		r.Header.Set(k, v)
 	}
 	if rq.writeKey != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
@@ -11,7 +12,7 @@ import (
 
 // handleBatch serves POST /v1/batch and /v1/import: a Segment batch body, all-or-nothing.
 func (a *Agent) handleBatch(w http.ResponseWriter, r *http.Request) {
-	a.ingest(w, r, func(body []byte) ([][]byte, int, error) {
+	a.ingest(w, r, false, func(body []byte) ([][]byte, int, error) {
 		return event.ParseBatchSuppressed(body, a.client.IntakeOptions(a.evOpts))
 	})
 }
@@ -19,7 +20,7 @@ func (a *Agent) handleBatch(w http.ResponseWriter, r *http.Request) {
 // handleSingle serves POST /v1/<typ>: one event whose type is set by the route.
 func (a *Agent) handleSingle(typ string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		a.ingest(w, r, func(body []byte) ([][]byte, int, error) {
+		a.ingest(w, r, true, func(body []byte) ([][]byte, int, error) {
 			ev, err := event.Normalize(body, typ, a.client.IntakeOptions(a.evOpts))
 			if errors.Is(err, event.ErrSuppressed) {
 				return nil, 1, nil
@@ -34,9 +35,10 @@ func (a *Agent) handleSingle(typ string) http.HandlerFunc {
 
 // ingest runs one ingest request: admit (503 once shutting down), read the body under the
 // limits (413), parse (400 with the index of the bad event; nothing is stored), enqueue
-// durably, and only then answer 200 {"success":true}. parse scrubs the events and leaves out
-// those of suppressed users, which are counted as dropped and answered 200 like the others.
-func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte) ([][]byte, int, error)) {
+// durably, and only then answer 200 {"success":true}. single is set on the one-event routes.
+// parse scrubs the events and leaves out those of suppressed users, which are counted as
+// dropped and answered 200 like the others.
+func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, single bool, parse func([]byte) ([][]byte, int, error)) {
 	done, ok := a.enter()
 	if !ok {
 		writeUnavailable(w, "outbox is shutting down; retry against the restarted agent")
@@ -44,14 +46,25 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte
 	}
 	defer done()
 
+	if needsBodyKey(r) {
+		// The credential is in the body: until it is read nobody knows who sent it, so such
+		// reads are bounded in number and in time.
+		select {
+		case a.preAuth <- struct{}{}:
+			defer func() { <-a.preAuth }()
+		default:
+			// Closing the connection spares reading the rest of the body (the server would
+			// otherwise drain it before answering, to keep the connection).
+			w.Header().Set("Connection", "close")
+			writeUnavailable(w, "too many requests carrying their write key in the body at once; retry, or send the "+
+				"write key as the Basic auth user name (what Segment SDKs send)")
+			return
+		}
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(preAuthReadTimeout))
+	}
 	body, err := a.body.read(w, r)
-	switch {
-	case errors.Is(err, errBodyTooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge,
-			"request body exceeds limits.max_request_bytes after decompression; send smaller batches")
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
+	if err != nil {
+		a.bodyFailed(w, err, single)
 		return
 	}
 
@@ -59,7 +72,8 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, parse func([]byte
 	// copied them once EnqueueNormalized returns, committed or not: the buffer is free again
 	// when the handler is done.
 	defer body.release()
-	if ok, c := bodyKeyAllowed(r, body.Bytes()); !ok {
+	if ok, c, key := bodyKeyAllowed(r, body.Bytes()); !ok {
+		a.refuse.refused(r, key)
 		unauthorized(w, c)
 		return
 	}

@@ -157,26 +157,6 @@ func TestIngest_Auth(t *testing.T) {
 	}
 }
 
-func TestIngest_AuthGuardsAdminButNotProbes(t *testing.T) {
-	h := start(t, setup{agent: agent.Config{WriteKeys: []string{"wk"}}})
-	for _, path := range []string{"/v1/status", "/v1/dead"} {
-		if r := h.get(path); r.code != http.StatusUnauthorized {
-			t.Errorf("GET %s without a key = %d, want 401", path, r.code)
-		}
-		if r := h.do(req{method: http.MethodGet, path: path, writeKey: "wk"}); r.code != http.StatusOK {
-			t.Errorf("GET %s with the key = %d %s, want 200", path, r.code, r.body)
-		}
-	}
-	if r := h.post("/v1/flush", ""); r.code != http.StatusUnauthorized {
-		t.Errorf("POST /v1/flush without a key = %d, want 401", r.code)
-	}
-	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
-		if r := h.get(path); r.code != http.StatusOK {
-			t.Errorf("GET %s without a key = %d, want 200 (open for probes)", path, r.code)
-		}
-	}
-}
-
 func TestIngest_BadRequestStoresNothing(t *testing.T) {
 	big := `{"type":"track","userId":"u","event":"E","properties":{"pad":"` + strings.Repeat("x", 2000) + `"}}`
 	ok := `{"type":"track","userId":"u","event":"E"}`

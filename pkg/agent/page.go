@@ -52,7 +52,11 @@ func (a *Agent) newStatusPage() *statusPage {
 		clock = budget.SystemClock{}
 	}
 	read := func() snapshot {
-		return snapshot{stats: a.client.Stats(), codes: counterValues(a.metrics.uploadRequests, "code")}
+		return snapshot{
+			stats:   a.client.Stats(),
+			codes:   counterValues(a.metrics.uploadRequests, "code"),
+			refused: ingestRefusals(a.metrics.ingest),
+		}
 	}
 	return &statusPage{sampler: newSampler(clock, sampleInterval, sampleCapacity, read), queueMaxBytes: a.cfg.QueueMaxBytes}
 }

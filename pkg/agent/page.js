@@ -19,6 +19,11 @@ const CHARTS = [
     { name: "enqueued", label: "accepted/s", color: "#805ad5" },
     { name: "uploaded", label: "uploaded/s", color: "#2f855a" },
   ]},
+  { id: "chart-refused", title: "Ingest requests refused per second", series: [
+    { name: "refused_400", label: "400 bad event/s", color: "#dd6b20" },
+    { name: "refused_413", label: "413 too large/s", color: "#b7791f" },
+    { name: "refused_503", label: "503 unavailable/s", color: "#c53030" },
+  ]},
   { id: "chart-errors", title: "Upload attempts per second", series: [
     { name: "attempts", label: "all/s", color: "#a0aec0" },
     { name: "errors", label: "failed/s", color: "#c53030" }, // drawn last, over "all"
@@ -69,7 +74,7 @@ function fmtTime(iso) {
   return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + hms;
 }
 
-function codeClass(code) { return /^2\d\d$/.test(code) ? "code-ok" : "code-bad"; }
+function codeClass(code) { return /^(2\d\d|ok)$/.test(code) ? "code-ok" : "code-bad"; }
 
 async function getJSON(path) {
   const r = await fetch(path, { cache: "no-store", credentials: "same-origin" });
@@ -102,13 +107,22 @@ function retryWords(st) {
   return { cls: "state-ok", text: "not waiting: the queue is empty" };
 }
 
+// latestQueue is the queue as the last sample saw it, the source of both the queue chart and
+// the Queue card, so that the two never disagree; before the agent's first sample, the status.
+function latestQueue(st) {
+  const ev = hist.series.queue_events, by = hist.series.queue_bytes;
+  if (ev && ev.length && by && by.length) return { events: ev[ev.length - 1], bytes: by[by.length - 1] };
+  return { events: st.queue.events, bytes: st.queue.bytes };
+}
+
 function renderStatus(st) {
   setText("version", "version " + st.version);
-  setNum("queue-events", st.queue.events, fmtInt(st.queue.events) + " events");
+  const q = latestQueue(st);
+  setNum("queue-events", q.events, fmtInt(q.events) + " events");
   const maxNote = hist.maxBytes > 0 ? " of " + fmtBytes(hist.maxBytes) : "";
-  setNum("queue-bytes", st.queue.bytes, fmtBytes(st.queue.bytes) + maxNote);
-  $("queue-fill").style.width = hist.maxBytes > 0 ? Math.min(100, 100 * st.queue.bytes / hist.maxBytes) + "%" : "0";
-  setText("queue-age", st.queue.events > 0 ? fmtDuration(st.queue.oldest_age_seconds) : "–");
+  setNum("queue-bytes", q.bytes, fmtBytes(q.bytes) + maxNote);
+  $("queue-fill").style.width = hist.maxBytes > 0 ? Math.min(100, 100 * q.bytes / hist.maxBytes) + "%" : "0";
+  setText("queue-age", q.events > 0 ? fmtDuration(st.queue.oldest_age_seconds) : "–");
   renderAuthPause(st.auth_pause || {});
   const rw = retryWords(st);
   $("retry-state").textContent = rw.text;
@@ -178,7 +192,16 @@ function el(name, attrs, text) {
   return e;
 }
 
-function niceMax(v) {
+// niceMax is the top of a chart's axis for values up to v. The axis is labelled at 0, half
+// and the top; for whole numbers (counts, and counts per whole second) the top is even, so
+// that no label reads 0.50 or 2.50 for a count.
+function niceMax(v, whole) {
+  if (whole) {
+    if (v <= 2) return 2;
+    const p = Math.pow(10, Math.floor(Math.log10(v)));
+    for (const m of [1, 2, 4, 6, 8, 10]) if (m * p >= v && (m * p) % 2 === 0) return m * p;
+    return 10 * p;
+  }
   if (v <= 0) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
   for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
@@ -241,20 +264,24 @@ function drawChart(c, range) {
   legend.textContent = "";
   const t1 = hist.nowMs || Date.now(), t0 = t1 - span;
   const lines = [];
-  let ymax = 0;
+  let ymax = 0, whole = true;
   for (const s of c.series) {
     const raw = hist.series[s.name];
     if (!raw) continue;
     const vals = hist.counters.has(s.name) ? raw.map((v) => v / hist.interval) : raw.slice();
-    for (let i = 0; i < vals.length; i++) if (hist.t[i] >= t0) ymax = Math.max(ymax, vals[i]);
+    for (let i = 0; i < vals.length; i++) {
+      if (hist.t[i] < t0) continue;
+      ymax = Math.max(ymax, vals[i]);
+      whole = whole && Number.isInteger(vals[i]);
+    }
     lines.push({ s, vals });
   }
-  ymax = niceMax(ymax);
+  ymax = niceMax(ymax, whole);
   const x = (t) => L + (W - L - R) * (t - t0) / span;
   const y = (v) => T + (H - T - B) * (1 - v / ymax);
   for (const f of [0, 0.5, 1]) {
     svg.append(el("line", { class: "grid", x1: L, x2: W - R, y1: y(ymax * f), y2: y(ymax * f) }));
-    svg.append(el("text", { x: L - 4, y: y(ymax * f) + 3, "text-anchor": "end" }, fmtRate(ymax * f)));
+    svg.append(el("text", { class: "ytick", x: L - 4, y: y(ymax * f) + 3, "text-anchor": "end" }, fmtRate(ymax * f)));
   }
   for (let m = range.min; m >= 0; m -= range.tick) {
     svg.append(el("text", { x: x(t1 - m * 60000), y: H - 4, "text-anchor": m === range.min ? "start" : m === 0 ? "end" : "middle" },
@@ -263,11 +290,11 @@ function drawChart(c, range) {
   for (const { s, vals } of lines) {
     const pts = [];
     for (let i = 0; i < vals.length; i++) if (hist.t[i] >= t0) pts.push(x(hist.t[i]).toFixed(1) + "," + y(vals[i]).toFixed(1));
-    svg.append(el("polyline", { points: pts.join(" "), stroke: s.color, "data-series": s.name, "data-points": pts.length }));
+    const last = vals.length ? vals[vals.length - 1] : 0;
+    svg.append(el("polyline", { points: pts.join(" "), stroke: s.color, "data-series": s.name, "data-points": pts.length, "data-last": last }));
     const item = document.createElement("span");
     const sw = document.createElement("i");
     sw.style.background = s.color;
-    const last = vals.length ? vals[vals.length - 1] : 0;
     item.append(sw, s.label + " " + fmtRate(last));
     legend.append(item);
   }

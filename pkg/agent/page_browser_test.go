@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -53,13 +54,19 @@ type pageState struct {
 	Banner      string         `json:"banner"`
 	AuthBanner  string         `json:"authBanner"`
 	Reload      string         `json:"reload"` // the Configuration card's result and note
+	Lasts       map[string]int `json:"lasts"`  // each chart series' last value, by column
+	YTicks      []string       `json:"yticks"` // every chart's y-axis labels
 }
 
 const readPage = `(() => {
   const values = {};
   for (const e of document.querySelectorAll("[data-value]")) values[e.id] = Number(e.dataset.value);
   const points = {};
-  for (const p of document.querySelectorAll("polyline[data-series]")) points[p.dataset.series] = Number(p.dataset.points);
+  const lasts = {};
+  for (const p of document.querySelectorAll("polyline[data-series]")) {
+    points[p.dataset.series] = Number(p.dataset.points);
+    lasts[p.dataset.series] = Number(p.dataset.last);
+  }
   return {
     refreshes: Number(document.body.dataset.refreshes || 0),
     marker: window.testMarker === true,
@@ -72,6 +79,8 @@ const readPage = `(() => {
     banner: document.getElementById("banner").style.display === "block" ? document.getElementById("banner").textContent : "",
     authBanner: document.getElementById("auth-banner").style.display === "block" ? document.getElementById("auth-banner").textContent : "",
     reload: document.getElementById("reload-result").textContent + ": " + document.getElementById("reload-message").textContent,
+    lasts,
+    yticks: [...document.querySelectorAll("text.ytick")].map((e) => e.textContent),
   };
 })()`
 
@@ -84,12 +93,13 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 	if browser == "" {
 		testutil.MissingTool(t, "no chromium on PATH (set CHROMIUM, or apt-get install chromium): the status page is not checked in a browser")
 	}
-	const accepted, steps = 100, 130
+	const accepted, steps, maxRequestBytes = 100, 130, 64 << 10
+	bad, tooLarge := int64(0), int64(0)
 	// The fake clock ends near the real one, so the sampled seconds and the upload times on
 	// the page agree.
 	clock := budgettest.New(time.Now().Add(-steps * time.Second).Truncate(time.Second))
 	h := start(t, setup{
-		agent:  agent.Config{Clock: clock, QueueMaxBytes: 256 << 10},
+		agent:  agent.Config{Clock: clock, QueueMaxBytes: 256 << 10, MaxRequestBytes: maxRequestBytes},
 		faults: fmt.Sprintf("200x%d,400:body=event 0: invalid userId,429:ra=300:default", accepted),
 		upload: func(c *uploader.Config) { c.Upload.SplitRejected = false }, // the whole batch is dead-lettered
 	})
@@ -106,6 +116,20 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 		}
 		if r := h.post("/v1/batch", `{"batch":[`+strings.Join(events, ",")+`]}`); r.code != http.StatusOK {
 			t.Fatalf("ingest: %d %s", r.code, r.body)
+		}
+		// Refusals an SDK gets: a bad event (400) now and then, a body over the limit (413) twice.
+		if i%10 == 3 {
+			if r := h.post("/v1/track", `{"type":"track","event":"No user"}`); r.code != http.StatusBadRequest {
+				t.Fatalf("a bad event: %d %s, want 400", r.code, r.body)
+			}
+			bad++
+		}
+		if i == 40 || i == 90 {
+			big := `{"type":"track","userId":"u","event":"Big","properties":{"pad":"` + strings.Repeat("x", maxRequestBytes) + `"}}`
+			if r := h.post("/v1/track", big); r.code != http.StatusRequestEntityTooLarge {
+				t.Fatalf("a body over the limit: %d, want 413", r.code)
+			}
+			tooLarge++
 		}
 		h.flush()
 		clock.Advance(time.Second)
@@ -143,7 +167,8 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 	}
 	// Every charted column the agent samples has a point per sample; one it does not sample
 	// (pending_events until the client's stats carry it) is not drawn.
-	for _, name := range []string{"queue_events", "pending_events", "enqueued", "uploaded", "errors", "attempts", "in_flight", "concurrency_limit"} {
+	for _, name := range []string{"queue_events", "pending_events", "enqueued", "uploaded", "errors", "attempts", "in_flight", "concurrency_limit",
+		"refused_400", "refused_413", "refused_503"} {
 		_, sampled := s.Series[name]
 		points, drawn := first.Points[name]
 		switch {
@@ -154,6 +179,28 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 		case !sampled && drawn:
 			t.Errorf("chart series %s is drawn although the agent samples no such column", name)
 		}
+	}
+	sum := func(col string) (n int64) {
+		for _, v := range s.Series[col] {
+			n += v
+		}
+		return n
+	}
+	if sum("refused_400") != bad || sum("refused_413") != tooLarge || sum("refused_503") != 0 {
+		t.Errorf("refusals charted: 400 × %d, 413 × %d, 503 × %d; want %d, %d, 0", sum("refused_400"), sum("refused_413"), sum("refused_503"), bad, tooLarge)
+	}
+	wholeNumber := regexp.MustCompile(`^[0-9][0-9,]*$`)
+	if len(first.YTicks) != 3*5 {
+		t.Errorf("%d y-axis labels, want 3 on each of the 5 charts: %q", len(first.YTicks), first.YTicks)
+	}
+	for _, l := range first.YTicks {
+		if !wholeNumber.MatchString(l) {
+			t.Errorf("a chart of counts is labelled %q: axes of whole numbers show whole numbers (labels %q)", l, first.YTicks)
+		}
+	}
+	// One source: the Queue card shows the chart's last sample.
+	if first.Values["queue-events"] != first.Lasts["queue_events"] {
+		t.Errorf("Queue card %d events, queue chart ends at %d", first.Values["queue-events"], first.Lasts["queue_events"])
 	}
 	if want := "partial: data_dir changed; a restart is needed. Restart to apply: data_dir."; first.Reload != want {
 		t.Errorf("configuration card %q, want %q", first.Reload, want)
@@ -170,6 +217,19 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[any]("window.testMarker = true")); err != nil {
 		t.Fatal(err)
 	}
+	// An event the sampler has not seen yet (the clock has not moved): /v1/status counts it, the
+	// card and the chart both still show the last sample, and agree.
+	if r := h.post("/v1/track", `{"type":"track","userId":"u","event":"Unsampled"}`); r.code != http.StatusOK {
+		t.Fatalf("ingest: %d %s", r.code, r.body)
+	}
+	between := waitPage(t, bctx, fmt.Sprintf("Number(document.body.dataset.refreshes || 0) >= %d", first.Refreshes+2))
+	if n := h.status().Queue.Events; n != int64(first.Lasts["queue_events"])+1 {
+		t.Fatalf("/v1/status has %d events, want the sampled %d plus the one posted", n, first.Lasts["queue_events"])
+	}
+	if between.Values["queue-events"] != between.Lasts["queue_events"] || between.Lasts["queue_events"] != first.Lasts["queue_events"] {
+		t.Errorf("between samples: Queue card %d, chart %d, want both the last sample's %d",
+			between.Values["queue-events"], between.Lasts["queue_events"], first.Lasts["queue_events"])
+	}
 	if r := h.post("/v1/track", `{"type":"track","userId":"late","event":"Late"}`); r.code != http.StatusOK {
 		t.Fatalf("ingest: %d %s", r.code, r.body)
 	}
@@ -185,6 +245,9 @@ func TestPage_InABrowser_ChartsTheTrafficAndMatchesStatus(t *testing.T) {
 		t.Errorf("page reloaded or did not refresh: marker %v, refreshes %d then %d", later.Marker, first.Refreshes, later.Refreshes)
 	}
 	checkNumbers(t, later, st)
+	if later.Values["queue-events"] != later.Lasts["queue_events"] {
+		t.Errorf("Queue card %d events, queue chart ends at %d", later.Values["queue-events"], later.Lasts["queue_events"])
+	}
 
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -215,7 +278,8 @@ func TestPage_InABrowser_SaysWhyDeliveryIsPausedOnRefusedCredentials(t *testing.
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(h.url+"/")); err != nil {
 		t.Fatalf("opening the page: %v", err)
 	}
-	ps := waitPage(t, bctx, "Number(document.body.dataset.refreshes || 0) >= 1")
+	// The Queue card shows the sampler's last second: wait for the sample that holds the event.
+	ps := waitPage(t, bctx, "Number(document.body.dataset.refreshes || 0) >= 1 && document.getElementById('queue-events').dataset.value == 1")
 	if !strings.Contains(ps.AuthBanner, "refuses our credentials (401): fix upload.write_key and reload") {
 		t.Errorf("auth banner %q, want it to say the collector refuses our credentials and what to fix", ps.AuthBanner)
 	}
@@ -281,8 +345,9 @@ func (b *browserEvents) list() []string {
 }
 
 // startBrowser starts headless Chromium with the flags that work on a machine without a
-// network, and a fresh profile; it stops with the test.
-func startBrowser(t *testing.T, path string) (context.Context, *browserEvents) {
+// network, and a fresh profile, plus extra (flags such as a host resolver rule); it stops with
+// the test.
+func startBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) (context.Context, *browserEvents) {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
@@ -292,6 +357,7 @@ func startBrowser(t *testing.T, path string) (context.Context, *browserEvents) {
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000),
 		chromedp.Env("TZ=UTC"), // the page shows local times; the test compares them in UTC
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ev := &browserEvents{}
 	listen := func(e any) {

@@ -36,21 +36,6 @@ func TestPage_IsOneSelfContainedHTMLFile(t *testing.T) {
 	}
 }
 
-func TestPage_FollowsTheStatusAuthRule(t *testing.T) {
-	h := start(t, setup{agent: agent.Config{WriteKeys: []string{"wk-page"}}})
-	for _, path := range []string{"/", "/v1/samples", "/v1/status"} {
-		t.Run(path, func(t *testing.T) {
-			if r := h.get(path); r.code != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
-				t.Errorf("GET %s without a key = %d (WWW-Authenticate %q), want 401 asking for Basic auth",
-					path, r.code, r.header.Get("WWW-Authenticate"))
-			}
-			if r := h.do(req{method: http.MethodGet, path: path, writeKey: "wk-page"}); r.code != http.StatusOK {
-				t.Errorf("GET %s with the write key = %d %s, want 200", path, r.code, r.body)
-			}
-		})
-	}
-}
-
 func TestSamples_ReportsTheSampledHistory(t *testing.T) {
 	clock := budgettest.New(time.Time{})
 	h := start(t, setup{agent: agent.Config{Clock: clock, QueueMaxBytes: 1 << 20}})

@@ -49,8 +49,8 @@ type reloadLog struct {
 	last *ReloadStatus
 }
 
-// Reconfigure replaces the ingest credentials (ingest.write_keys and ingest.token) of a
-// running agent. cfg is validated whole, as New validates it, against the rule that a
+// Reconfigure replaces the ingest credentials (ingest.write_keys and ingest.token) and the
+// admin ones (admin.token, admin.allowed_hosts) of a running agent. cfg is validated whole, as New validates it, against the rule that a
 // non-loopback listener needs a credential or mTLS; an invalid one changes nothing and its
 // error is returned. The other fields of cfg are not read: the listener, its TLS files (they
 // are re-read by ReloadTLS and when they change) and the limits stay as New set them up.
@@ -61,7 +61,9 @@ func (a *Agent) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	a.auth.set(cfg.withDefaults())
+	cfg = cfg.withDefaults()
+	a.auth.set(cfg)
+	a.admin.set(cfg)
 	return nil
 }
 

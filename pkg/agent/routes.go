@@ -2,14 +2,21 @@ package agent
 
 import (
 	"net/http"
+	"strings"
 )
 
-// routes builds the agent's mux. Ingest and admin routes are behind auth; /healthz, /readyz
-// and /metrics stay open. Every route is counted in ingest_requests_total{route,code}.
+// routes builds the agent's mux. Ingest routes are behind the ingest credentials, admin
+// routes behind the admin gate (admin_auth.go); /healthz, /readyz and /metrics stay open.
+// Every route is counted in ingest_requests_total{route,code}.
 func (a *Agent) routes() http.Handler {
 	mux := http.NewServeMux()
 	guarded := func(pattern, route string, h http.HandlerFunc) {
 		mux.Handle(pattern, a.count(route, a.auth.wrap(h)))
+	}
+	// admin registers an admin route: one line per route, and every one gets the admin check;
+	// a route that is not a GET also gets the cross-site and Content-Type checks.
+	admin := func(pattern, route string, h http.HandlerFunc) {
+		mux.Handle(pattern, a.count(route, a.admin.guard(h, !strings.HasPrefix(pattern, http.MethodGet+" "))))
 	}
 	open := func(pattern, route string, h http.Handler) {
 		mux.Handle(pattern, a.count(route, h))
@@ -25,15 +32,15 @@ func (a *Agent) routes() http.Handler {
 		guarded("POST "+route, route, a.handleSingle(typ))
 	}
 
-	guarded("GET /{$}", "/", a.page.serveHTML)
-	guarded("GET /v1/status", "/v1/status", a.handleStatus)
-	guarded("GET /v1/samples", "/v1/samples", a.page.serveSamples)
-	guarded("POST /v1/flush", "/v1/flush", a.handleFlush)
-	guarded("GET /v1/dead", "/v1/dead", a.handleDeadList)
-	guarded("GET /v1/dead/{id}", "/v1/dead/{id}", a.handleDeadGet)
-	guarded("POST /v1/dead/replay", "/v1/dead/replay", a.handleDeadReplay)
-	guarded("POST /v1/dead/purge", "/v1/dead/purge", a.handleDeadPurge)
-	guarded("POST /v1/forget", "/v1/forget", a.handleForget)
+	admin("GET /{$}", "/", a.page.serveHTML)
+	admin("GET /v1/status", "/v1/status", a.handleStatus)
+	admin("GET /v1/samples", "/v1/samples", a.page.serveSamples)
+	admin("POST /v1/flush", "/v1/flush", a.handleFlush)
+	admin("GET /v1/dead", "/v1/dead", a.handleDeadList)
+	admin("GET /v1/dead/{id}", "/v1/dead/{id}", a.handleDeadGet)
+	admin("POST /v1/dead/replay", "/v1/dead/replay", a.handleDeadReplay)
+	admin("POST /v1/dead/purge", "/v1/dead/purge", a.handleDeadPurge)
+	admin("POST /v1/forget", "/v1/forget", a.handleForget)
 
 	open("GET /healthz", "/healthz", http.HandlerFunc(a.handleHealthz))
 	open("GET /readyz", "/readyz", http.HandlerFunc(a.handleReadyz))

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // The status page's history: one sample per second for the last hour. With the columns below
-// the ring holds 3600 × 11 int64s (the time and ten columns), about 310 KiB, allocated once.
+// the ring holds 3600 × 14 int64s (the time and thirteen columns), about 390 KiB, allocated once.
 const (
 	sampleInterval = time.Second
 	sampleCapacity = 3600
@@ -22,8 +23,20 @@ const (
 
 // snapshot is what one sample is read from.
 type snapshot struct {
-	stats uploader.Stats
-	codes map[string]int64 // upload attempts since open, by HTTP status or error class
+	stats   uploader.Stats
+	codes   map[string]int64 // upload attempts since open, by HTTP status or error class
+	refused map[string]int64 // ingest requests refused since open, by status (refusedCodes)
+}
+
+// refusedCodes are the refusals of ingest requests the page charts: a bad event (400), a body
+// over limits.max_request_bytes (413), and a full queue, a failing disk or a shutdown (503).
+var refusedCodes = [...]string{"400", "413", "503"}
+
+// ingestRoutes are the routes SDKs send events to (routes.go), whose refusals are charted;
+// the admin routes' answers are not refusals of events.
+var ingestRoutes = map[string]bool{
+	"/v1/batch": true, "/v1/import": true, "/v1/track": true, "/v1/identify": true,
+	"/v1/page": true, "/v1/screen": true, "/v1/group": true, "/v1/alias": true,
 }
 
 // column is one sampled value. A counter column stores the change since the previous
@@ -49,6 +62,9 @@ func sampledColumns() []column {
 		{name: "uploaded", counter: true, read: func(s snapshot) int64 { return s.stats.Counters.EventsUploaded }},
 		{name: "attempts", counter: true, read: func(s snapshot) int64 { return sumCodes(s.codes, false) }},
 		{name: "errors", counter: true, read: func(s snapshot) int64 { return sumCodes(s.codes, true) }},
+		{name: "refused_400", counter: true, read: func(s snapshot) int64 { return s.refused["400"] }},
+		{name: "refused_413", counter: true, read: func(s snapshot) int64 { return s.refused["413"] }},
+		{name: "refused_503", counter: true, read: func(s snapshot) int64 { return s.refused["503"] }},
 	}
 }
 
@@ -202,9 +218,10 @@ func sumCodes(codes map[string]int64, failed bool) int64 {
 	return n
 }
 
-// isSuccessCode reports whether an attempt's code is a 2xx status.
+// isSuccessCode reports whether an attempt's code says success: a 2xx status, or "ok" (a
+// destination without HTTP statuses, Kafka).
 func isSuccessCode(code string) bool {
-	return len(code) == 3 && code[0] == '2' && code[1] >= '0' && code[1] <= '9' && code[2] >= '0' && code[2] <= '9'
+	return code == "ok" || len(code) == 3 && code[0] == '2' && code[1] >= '0' && code[1] <= '9' && code[2] >= '0' && code[2] <= '9'
 }
 
 // counterValues reads a counter vector's values by the value of one label.
@@ -221,6 +238,33 @@ func counterValues(c prometheus.Collector, label string) map[string]int64 {
 			if lp.GetName() == label {
 				out[lp.GetValue()] = int64(d.Counter.GetValue())
 			}
+		}
+	}
+	return out
+}
+
+// ingestRefusals reads ingest_requests_total{route,code}: the requests of the ingest routes
+// answered with one of refusedCodes, by code.
+func ingestRefusals(c prometheus.Collector) map[string]int64 {
+	ch := make(chan prometheus.Metric, 64)
+	go func() { c.Collect(ch); close(ch) }()
+	out := make(map[string]int64, len(refusedCodes))
+	for m := range ch {
+		var d dto.Metric
+		if m.Write(&d) != nil || d.Counter == nil {
+			continue
+		}
+		var route, code string
+		for _, lp := range d.Label {
+			switch lp.GetName() {
+			case "route":
+				route = lp.GetValue()
+			case "code":
+				code = lp.GetValue()
+			}
+		}
+		if ingestRoutes[route] && slices.Contains(refusedCodes[:], code) {
+			out[code] += int64(d.Counter.GetValue())
 		}
 	}
 	return out

@@ -2,8 +2,8 @@ package budget
 
 import "time"
 
-// State is a batch's retry state as persisted with it (queue.Batch.Retry; pkg/store saves it
-// as JSON beside the batch). Times are wall-clock readings without a monotonic part, so after a restart
+// State is a batch's retry state as persisted with it (queue.Lease.Retry; pkg/queue encodes
+// it as JSON, which pkg/store keeps beside the batch). Times are wall-clock readings without a monotonic part, so after a restart
 // elapsed time is measured on the wall clock; within a process the budget keeps the monotonic
 // reading of the times it took itself.
 type State struct {

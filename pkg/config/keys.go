@@ -55,6 +55,7 @@ type keyDef struct {
 	kind   kind
 	enum   []string // allowed values, when the key is an enum
 	secret bool     // value never printed
+	trim   bool     // surrounding whitespace is removed (a token pasted or read with its newline)
 	flag   string   // flag name, for the few keys that have one
 	min    int64    // smallest allowed value for int, size and duration keys (durations in ns)
 	field  func(c *Config) any
@@ -91,8 +92,8 @@ var keys = []keyDef{
 		help: "host:port of the Segment-compatible ingest and admin API"},
 	{key: "ingest.write_keys", live: true, kind: kindList, secret: true, field: func(c *Config) any { return &c.Agent.WriteKeys },
 		help: "write keys accepted as the Basic auth username (what Segment SDKs send) or a batch body's writeKey; empty = no key needed"},
-	{key: "ingest.token", live: true, kind: kindString, secret: true, field: func(c *Config) any { return &c.Agent.Token },
-		help: "token accepted as Authorization: Bearer <token>; empty = none"},
+	{key: "ingest.token", live: true, kind: kindString, secret: true, trim: true, field: func(c *Config) any { return &c.Agent.Token },
+		help: "token accepted as Authorization: Bearer <token> on ingest routes (not admin ones); empty = none"},
 	{key: "ingest.allow_unauthenticated", live: true, kind: kindBool, field: func(c *Config) any { return &c.Agent.AllowUnauthenticated },
 		help: "allow a non-loopback ingest.listen with no write key, no token and no mTLS"},
 	{key: "ingest.tls.cert_file", restart: rTLS, kind: kindString, field: func(c *Config) any { return &c.Agent.TLS.CertFile },
@@ -100,7 +101,13 @@ var keys = []keyDef{
 	{key: "ingest.tls.key_file", restart: rTLS, kind: kindString, field: func(c *Config) any { return &c.Agent.TLS.KeyFile },
 		help: "PEM private key of ingest.tls.cert_file"},
 	{key: "ingest.tls.client_ca_file", restart: rTLS, kind: kindString, field: func(c *Config) any { return &c.Agent.TLS.ClientCAFile },
-		help: "PEM CA certificates: require and verify client certificates (mTLS); counts as auth off loopback"},
+		help: "PEM CA certificates: require and verify client certificates (mTLS); counts as auth off loopback, and opens admin routes when admin.token is empty"},
+	{key: "ingest.max_connections", restart: "the listener is bound at start", kind: kindInt, min: 1, field: func(c *Config) any { return &c.Agent.MaxConnections },
+		help: "most connections served at once; more wait to be accepted until one closes"},
+	{key: "admin.token", live: true, kind: kindString, secret: true, trim: true, field: func(c *Config) any { return &c.Agent.Admin.Token },
+		help: "token of the admin routes (status, status page, flush, dead letters): Bearer, or a browser's password; empty = admin answers loopback only; set it with OUTBOX_ADMIN_TOKEN"},
+	{key: "admin.allowed_hosts", live: true, kind: kindList, field: func(c *Config) any { return &c.Agent.Admin.AllowedHosts },
+		help: "Host names admin routes accept besides loopback ones when admin.token is empty (a guard against DNS rebinding)"},
 	{key: "limits.max_event_bytes", restart: rLimits, kind: kindSize, min: 1, field: func(c *Config) any { return &c.Limits.MaxEventBytes },
 		help: "largest event accepted (32KiB = 32768 bytes, Segment's limit)"},
 	{key: "limits.max_request_bytes", restart: rLimits, kind: kindSize, min: 1, field: func(c *Config) any { return &c.Limits.MaxRequestBytes },

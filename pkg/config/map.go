@@ -2,8 +2,8 @@ package config
 
 import (
 	"log/slog"
-	"net/url"
 
+	"github.com/outboxhq/outbox/internal/redact"
 	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
@@ -33,12 +33,6 @@ func (c *Config) AgentConfig(log *slog.Logger) agent.Config {
 	return a
 }
 
-// redactURL hides credentials embedded in a URL (https://user:pass@host → https://<redacted>@host).
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	u.User = url.User("REDACTED")
-	return u.String()
-}
+// redactURL hides the credentials a URL may carry: its userinfo and its query values
+// (https://user:pass@host/x?api_key=k → https://REDACTED@host/x?api_key=REDACTED).
+func redactURL(s string) string { return redact.URL(s) }

@@ -63,6 +63,9 @@ func parseValue(d *keyDef, raw any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if d.trim {
+			s = strings.TrimSpace(s)
+		}
 		if len(d.enum) > 0 && !contains(d.enum, s) {
 			return nil, fmt.Errorf("%q is not one of %s", s, strings.Join(d.enum, ", "))
 		}

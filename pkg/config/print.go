@@ -86,7 +86,7 @@ func displayValue(d *keyDef, p any) string {
 		if d.secret && *v != "" {
 			return redacted
 		}
-		if strings.HasSuffix(d.key, "endpoint") {
+		if strings.Contains(*v, "://") { // every endpoint key (upload.endpoint, sources.<name>.endpoint), and any other URL a key holds
 			return strconv.Quote(redactURL(*v))
 		}
 		return strconv.Quote(*v)

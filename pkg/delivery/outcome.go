@@ -69,4 +69,13 @@ type Outcome struct {
 	Written bool
 	// Bytes is the size of what was sent before compression, for logs and BatchInfo.
 	Bytes int
+	// BackPressure says the destination is overloaded or asks us to slow down (an HTTP 429,
+	// a timeout, Kafka's throttling or a request timeout), whatever the class: a throttled
+	// Kafka produce that succeeded is a success with back-pressure. The uploader lowers the
+	// limit of batches in flight on it; a plain retryable failure (a 503, a reset) does not.
+	BackPressure bool
+	// Splittable says a rejected batch may hold a few bad events among good ones (an HTTP
+	// 400 or 422): with upload.split_rejected a batch of more than one event is split in half
+	// to isolate them, where any other rejection dead-letters it whole.
+	Splittable bool
 }

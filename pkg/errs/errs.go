@@ -24,6 +24,14 @@ var (
 	ErrNotOwned = errors.New("no outbox process holds the data directory")
 	// ErrClosed is returned by every operation on a closed store, queue or client.
 	ErrClosed = errors.New("outbox is closed")
+	// ErrUnsafeDataFile is returned (wrapped, naming the file) when the data file is a
+	// symbolic link: outbox does not follow it, so that whoever can write the data directory
+	// cannot make the agent write, or create, a file elsewhere.
+	ErrUnsafeDataFile = errors.New("data file is a symbolic link")
+	// ErrDataDirPermission is returned (wrapped, with a hint) when the data directory or its
+	// lock file cannot be opened for lack of permission: the process runs as another user than
+	// the directory's owner.
+	ErrDataDirPermission = errors.New("no permission on the data directory")
 )
 
 // Storing events.

@@ -123,7 +123,7 @@ func TestParseBatch_RejectsTheWholeRequestNamingTheBadEvent(t *testing.T) {
 	}{
 		{"a rule broken by the third event", `{"batch":[` + good + `,` + good + `,{"type":"page"}]}`, 2, "userId"},
 		{"first event bad", `{"batch":[{"type":"x","userId":"u"},` + good + `]}`, 0, "type"},
-		{"malformed JSON inside an event", `{"batch":[` + good + `,{"type":"page","userId":tru}]}`, 1, ""},
+		{"malformed JSON inside an event", `{"batch":[` + good + `,{"type":"page","userId":tru}]}`, 1, "userId"},
 		{"mismatched bracket inside an event", `{"batch":[` + good + `,{"type":"page","userId":"u"]}]}`, 1, ""},
 		{"an element that is not an object", `{"batch":[` + good + `,42]}`, 1, ""},
 		{"a null element", `{"batch":[null]}`, 0, ""},

@@ -229,7 +229,9 @@ func (in *intake) parse(b []byte) (p parsed, bad *Error) {
 			end, se = scanValue(b, m.valStart, 1)
 		}
 		if se != nil {
-			return p, badSyntax(se, "event")
+			bad := badSyntax(se, "event")
+			bad.Field = string(k) // the top-level field whose value holds the fault
+			return p, bad
 		}
 		if sp != nil {
 			*sp = span{m.valStart, end}
@@ -328,6 +330,9 @@ func (in *intake) walkNested(b []byte, start, depth int, mo *mergeObj, wantLibra
 func describe(b []byte) string {
 	if len(b) == 0 {
 		return "nothing"
+	}
+	if _, se := scanValue(b, 0, 0); se != nil {
+		return notJSON(se)
 	}
 	switch c := b[0]; {
 	case c == '"':

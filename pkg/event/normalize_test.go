@@ -88,7 +88,7 @@ func TestNormalize_RejectsEventsBreakingARule(t *testing.T) {
 		{"integrations must be an object", `{"type":"page","userId":"u","integrations":[]}`, "", "integrations"},
 		{"duplicate top-level key is refused", `{"type":"page","userId":"u","userId":"v"}`, "", "userId"},
 		{"duplicate key spelt with an escape is refused", `{"type":"page","userId":"u","user\u0049d":"v"}`, "", "userId"},
-		{"nesting deeper than 512 is refused", `{"type":"page","userId":"u","p":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`, "", ""},
+		{"nesting deeper than 512 is refused", `{"type":"page","userId":"u","p":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`, "", "p"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

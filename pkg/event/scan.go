@@ -9,10 +9,9 @@ import (
 // walks RFC 8259 JSON and reports where values start and end, so that the
 // normaliser can splice bytes instead of decoding and re-encoding them.
 //
-// The grammar accepted is the one encoding/json's Valid accepts (strings may
-// hold any bytes ≥ 0x20 other than an unescaped quote or backslash; UTF-8 is
-// not checked, as in encoding/json), with one extra limit: nesting deeper than
-// maxDepth is refused.
+// The grammar accepted is the one encoding/json's Valid accepts, made strict
+// (strict.go): strings hold valid UTF-8 and no lone surrogate escape, numbers
+// are finite as float64, and nesting deeper than maxDepth is refused.
 
 // maxDepth bounds the nesting of arrays and objects in one value.
 const maxDepth = 512
@@ -45,9 +44,11 @@ func skipSpaceSlow(b []byte, i int) int {
 	return i
 }
 
-// strSafe marks the bytes that need no attention inside a string.
+// strSafe marks the bytes that need no attention inside a string: ASCII other
+// than a control character, a quote or a backslash (a non-ASCII byte starts a
+// UTF-8 sequence to check).
 var strSafe = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
+	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
 	return t
@@ -78,6 +79,12 @@ func scanString(b []byte, i int) (end int, escaped bool, err *syntaxError) {
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, escaped, nil
+		case c >= 0x80:
+			end, bad := utf8Run(b, i)
+			if bad >= 0 {
+				return 0, false, &syntaxError{bad, "invalid UTF-8 in string (send text as UTF-8)"}
+			}
+			i = end
 		case c == '\\':
 			escaped = true
 			if i+1 >= len(b) {
@@ -90,7 +97,10 @@ func scanString(b []byte, i int) (end int, escaped bool, err *syntaxError) {
 				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
 					return 0, false, &syntaxError{i, `invalid \u escape in string`}
 				}
-				i += 6
+				var err *syntaxError
+				if i, err = scanUnicodeEscape(b, i); err != nil {
+					return 0, false, err
+				}
 			default:
 				return 0, false, &syntaxError{i, "invalid escape in string"}
 			}
@@ -101,14 +111,15 @@ func scanString(b []byte, i int) (end int, escaped bool, err *syntaxError) {
 }
 
 // special flags the bytes of the word w (eight string bytes, little endian)
-// that are a quote, a backslash or a control character, by the zero-byte
-// trick: the result is 0 when there is none. A borrow may also flag a byte
-// above a flagged one, never below it, so the lowest flag is exact.
+// that are a quote, a backslash, a control character (by the zero-byte trick)
+// or not ASCII (their own high bit): the result is 0 when there is none. A
+// borrow may also flag a byte above a flagged one, never below it, so the
+// lowest flag is exact.
 func special(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote := w ^ (ones * '"')
 	bslash := w ^ (ones * '\\')
-	return ((quote-ones)&^quote | (bslash-ones)&^bslash | (w-ones*0x20)&^w) & highs
+	return ((quote-ones)&^quote | (bslash-ones)&^bslash | (w-ones*0x20)&^w | w) & highs
 }
 
 func isHex(c byte) bool {
@@ -120,6 +131,7 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // scanNumber scans the number starting at b[i] and returns the offset past it.
 func scanNumber(b []byte, i int) (int, *syntaxError) {
 	start := i
+	long := false // more integer digits than a finite double is sure to hold
 	if b[i] == '-' {
 		i++
 	}
@@ -129,6 +141,9 @@ func scanNumber(b []byte, i int) (int, *syntaxError) {
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
 		for i < len(b) && isDigit(b[i]) {
 			i++
+		}
+		if i-start > maxFiniteDigits {
+			long = true
 		}
 	default:
 		return 0, &syntaxError{start, "invalid number"}
@@ -152,6 +167,12 @@ func scanNumber(b []byte, i int) (int, *syntaxError) {
 		}
 		for i < len(b) && isDigit(b[i]) {
 			i++
+		}
+		long = true
+	}
+	if long {
+		if err := checkFinite(b, start, i); err != nil {
+			return 0, err
 		}
 	}
 	return i, nil

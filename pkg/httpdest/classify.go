@@ -3,6 +3,7 @@ package httpdest
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"time"
 
@@ -28,6 +29,9 @@ var _ ClassifyFunc = Classify
 //	401, 403                                                    → ClassAuthRefused
 //	anything else (1xx, 3xx, other 4xx and 5xx)                 → ClassRejected
 //
+// BackPressure is set for a 429 (with or without a Retry-After) and a timeout; Splittable for
+// a 400 or 422, the rejections a few bad events cause.
+//
 // A response together with an error (http.Client's CheckRedirect failure) is classified by its
 // status, with the error in Err. A context deadline is a timeout, hence a network error: the
 // uploader checks its own shutdown before calling Classify. No response and no error is aborted.
@@ -39,7 +43,8 @@ func Classify(resp *http.Response, err error, now time.Time) delivery.Outcome {
 			return delivery.Outcome{Class: delivery.ClassAborted, Err: err}
 		}
 		if resp == nil {
-			return delivery.Outcome{Class: delivery.ClassRetryable, NetError: delivery.NetworkErrorClass(err), Err: err}
+			return delivery.Outcome{Class: delivery.ClassRetryable, NetError: delivery.NetworkErrorClass(err), Err: err,
+				BackPressure: isTimeout(err)}
 		}
 	}
 	if resp == nil {
@@ -54,14 +59,26 @@ func Classify(resp *http.Response, err error, now time.Time) delivery.Outcome {
 		if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
 			o.Class, o.RetryAfter = delivery.ClassRateLimited, d
 		}
+		o.BackPressure = code == http.StatusTooManyRequests
 	case code == http.StatusRequestEntityTooLarge:
 		o.Class = delivery.ClassTooLarge
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		o.Class = delivery.ClassAuthRefused
 	default:
 		o.Class = delivery.ClassRejected
+		o.Splittable = code == http.StatusBadRequest || code == http.StatusUnprocessableEntity
 	}
 	return o
+}
+
+// isTimeout reports whether an attempt's error is a timeout (upload.timeout, or the
+// network's): back-pressure, as a queue at the collector shows itself.
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // errNoResponse is the Err of the outcome of a (resp, err) pair that are both nil: a

@@ -132,3 +132,33 @@ func TestClassify_Errors(t *testing.T) {
 		})
 	}
 }
+
+// TestClassify_SaysWhatAnAnswerMeans: the uploader reads no status, so the classifier marks
+// back-pressure (a 429 with or without Retry-After, a timeout) and the rejections that
+// bisection may isolate (400, 422).
+func TestClassify_SaysWhatAnAnswerMeans(t *testing.T) {
+	tests := []struct {
+		name                   string
+		resp                   *http.Response
+		err                    error
+		backPressure, splittab bool
+	}{
+		{"429 without Retry-After is back-pressure", response(429, ""), nil, true, false},
+		{"429 with Retry-After is back-pressure too", response(429, "1"), nil, true, false},
+		{"503 is a failure, not back-pressure", response(503, ""), nil, false, false},
+		{"a timeout is back-pressure", nil, context.DeadlineExceeded, true, false},
+		{"a reset is not", nil, io.ErrUnexpectedEOF, false, false},
+		{"400 is splittable", response(400, ""), nil, false, true},
+		{"422 is splittable", response(422, ""), nil, false, true},
+		{"404 is not", response(404, ""), nil, false, false},
+		{"200 is neither", response(200, ""), nil, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := httpdest.Classify(tt.resp, tt.err, now)
+			if o.BackPressure != tt.backPressure || o.Splittable != tt.splittab {
+				t.Fatalf("BackPressure %v, Splittable %v; want %v, %v", o.BackPressure, o.Splittable, tt.backPressure, tt.splittab)
+			}
+		})
+	}
+}

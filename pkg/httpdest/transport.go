@@ -6,13 +6,16 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 
+	"github.com/outboxhq/outbox/internal/redact"
 	"github.com/outboxhq/outbox/internal/version"
 	"github.com/outboxhq/outbox/pkg/delivery"
 )
@@ -133,7 +136,7 @@ func (rb *requestBuilder) build(ctx context.Context, p []byte, retryCount int) (
 	// which 307/308 redirects use to replay the body.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rb.endpoint, bytes.NewReader(p))
 	if err != nil {
-		return nil, &delivery.ConfigError{Key: "upload.endpoint", Err: err}
+		return nil, &delivery.ConfigError{Key: "upload.endpoint", Err: redactErrURL(err)}
 	}
 	for k, v := range rb.headers {
 		req.Header.Set(k, v)
@@ -166,10 +169,21 @@ func send(hc *http.Client, req *http.Request, trace *SendTrace) (*http.Response,
 		if resp != nil && resp.Body != nil {
 			_ = resp.Body.Close()
 		}
-		return nil, nil, trace.Wrap(err)
+		return nil, nil, trace.Wrap(redactErrURL(err))
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
 	_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
 	_ = resp.Body.Close()
 	return resp, snippet, nil
+}
+
+// redactErrURL hides the credentials of the URL a *url.Error names (net/http's errors quote
+// the request's URL, userinfo and query included), so that an upload failure can be logged
+// and shown as it is.
+func redactErrURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact.URL(ue.URL)
+	}
+	return err
 }

@@ -130,14 +130,21 @@ func authOutcome(err error, written bool) delivery.Outcome {
 	}
 }
 
+// SuccessCode is the result code of a batch every record of which the cluster acknowledged:
+// the label of a Kafka success in metrics (outbox_upload_requests_total's code), logs and
+// status, as "200" is the HTTP destination's.
+const SuccessCode = "ok"
+
 // outcome classifies an attempt every record of which has its answer.
 func (st *attemptState) outcome() delivery.Outcome {
 	st.mu.Lock()
 	err, failed := st.first, st.failed
 	st.mu.Unlock()
-	o := delivery.Outcome{Written: st.written.Load()}
+	o := delivery.Outcome{Written: st.written.Load(), BackPressure: st.throttled.Load() > 0}
 	if err == nil {
-		o.Class = delivery.ClassSuccess
+		// A throttled produce that succeeded is a success with back-pressure: the cluster
+		// delayed its answer by its quota, so fewer batches in flight are worth as much.
+		o.Class, o.Code = delivery.ClassSuccess, SuccessCode
 		return o
 	}
 	o.Err = err
@@ -157,18 +164,20 @@ func (st *attemptState) outcome() delivery.Outcome {
 
 // retryable classifies a transient failure: a retriable Kafka error by its name, a network
 // error by whether it can have reached a broker; throttling turns either into a wait of the
-// time the cluster asked for.
+// time the cluster asked for. Throttling, a quota and a timeout are back-pressure.
 func (st *attemptState) retryable(o delivery.Outcome, err error) delivery.Outcome {
 	o.Class = delivery.ClassRetryable
 	var ke *kerr.Error
 	switch {
 	case errors.As(err, &ke):
 		o.Code = ke.Message
+		o.BackPressure = o.BackPressure || errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, kerr.ThrottlingQuotaExceeded)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, kgo.ErrRecordRetries):
 		// Not our context, which is live: records of an abandoned attempt, batched with ours
 		// by kgo, took ours down with them, or kgo gave up on them.
 		o.NetError = st.netClass()
+		o.BackPressure = o.BackPressure || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrRecordTimeout)
 	default:
 		o.NetError = netClass(err, st.written.Load())
 	}
@@ -188,7 +197,7 @@ func cutShort(ctx context.Context, st *attemptState) delivery.Outcome {
 		o.Class, o.Err = delivery.ClassAborted, ctx.Err()
 		return o
 	}
-	o.Class, o.NetError = delivery.ClassRetryable, st.netClass()
+	o.Class, o.NetError, o.BackPressure = delivery.ClassRetryable, st.netClass(), true
 	o.Err = fmt.Errorf("kafka: %d records not acknowledged within the attempt's timeout: %w", left, ctx.Err())
 	if t := time.Duration(st.throttled.Load()); t > 0 {
 		o.Class, o.RetryAfter = delivery.ClassRateLimited, t

@@ -303,3 +303,40 @@ func TestSend_EmptyBatch_IsSuccessWithoutProducing(t *testing.T) {
 		t.Errorf("Name %q, want kafka", d.Name())
 	}
 }
+
+// throttledSuccess answers every record of a produce request as written, with the cluster
+// asking the client to hold off for throttle (a quota): kfake answers nothing itself.
+func throttledSuccess(req *kmsg.ProduceRequest, throttle time.Duration) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.ThrottleMillis = int32(throttle / time.Millisecond)
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func TestSend_ThrottledSuccess_IsASuccessWithBackPressure(t *testing.T) {
+	c := startCluster(t)
+	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return throttledSuccess(kreq.(*kmsg.ProduceRequest), time.Millisecond), nil, true
+	})
+	d := newDest(t, c, kafka.Config{})
+	evs, _ := trackEvents("throttled-ok", 10)
+	o := send(t, d, evs)
+	mustClass(t, o, delivery.ClassSuccess)
+	if !o.BackPressure || o.Code != kafka.SuccessCode {
+		t.Fatalf("outcome %+v; want a success (code ok) with back-pressure", o)
+	}
+	unthrottled := send(t, newDest(t, startCluster(t), kafka.Config{}), evs)
+	if unthrottled.BackPressure {
+		t.Fatal("a produce the cluster did not throttle reports back-pressure")
+	}
+}

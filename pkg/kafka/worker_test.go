@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
 	"github.com/outboxhq/outbox/pkg/delivery"
@@ -238,4 +239,69 @@ func assertOneDeadLetter(t testing.TB, cl *uploader.Client, events int, code str
 		t.Fatalf("dead letter of %d events, reason %q; want %d events and a reason naming %s", d.Count, d.Info.Reason, events, code)
 	}
 	return d
+}
+
+func TestWorker_Success_IsReportedAsOK_InStatsAndMetrics(t *testing.T) {
+	c := startCluster(t)
+	m, err := agent.NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := openClient(t, newDest(t, c, kafka.Config{}), nil, uploader.WithHooks(m.Hooks()))
+	ids := enqueueTracks(t, cl, "wok", 12, 10)
+	drain(t, cl)
+	consumedIDs(t, c, ids)
+	if got := cl.Stats().Upload.LastResult; got != kafka.SuccessCode {
+		t.Fatalf("last result %q after a delivered batch, want %q", got, kafka.SuccessCode)
+	}
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "outbox_upload_requests_total" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "code" {
+					codes[l.GetValue()] += s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if codes[kafka.SuccessCode] < 1 || len(codes) != 1 {
+		t.Fatalf("outbox_upload_requests_total by code = %v; want only %q", codes, kafka.SuccessCode)
+	}
+}
+
+func TestWorker_Throttling_LowersTheLimitOfBatchesInFlight(t *testing.T) {
+	c := startCluster(t)
+	var produced, throttled atomic.Int64
+	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if produced.Add(1) <= 60 || throttled.Load() == 0 {
+			return nil, nil, false // kfake answers: no throttle
+		}
+		return throttledSuccess(kreq.(*kmsg.ProduceRequest), time.Millisecond), nil, true
+	})
+	cl := openClient(t, newDest(t, c, kafka.Config{}), func(cfg *uploader.Config) { cfg.Batch.MaxEvents = 2 })
+	enqueueTracks(t, cl, "wgrow", 400, 10)
+	peak := 0
+	for produced.Load() < 60 {
+		peak = max(peak, cl.Stats().Upload.ConcurrencyLimit)
+		time.Sleep(time.Millisecond)
+	}
+	drain(t, cl)
+	peak = max(peak, cl.Stats().Upload.ConcurrencyLimit)
+	if peak < 2 {
+		t.Fatalf("the limit never grew above %d without throttling", peak)
+	}
+	throttled.Store(1) // from here every produce is throttled
+	enqueueTracks(t, cl, "wthrottled", 100, 10)
+	drain(t, cl)
+	if got := cl.Stats().Upload.ConcurrencyLimit; got >= peak {
+		t.Fatalf("limit %d after throttled produces, want it below the %d it reached without", got, peak)
+	}
 }

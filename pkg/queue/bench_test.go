@@ -178,7 +178,7 @@ func benchDrain(b *testing.B, keys *keyring.Keyring) {
 	start := time.Now()
 	drained := 0
 	for {
-		bt, err := q.Lease(500, 1<<30)
+		bt, err := q.Lease(context.Background(), 500, 1<<30)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func benchDrain(b *testing.B, keys *keyring.Keyring) {
 			break
 		}
 		drained += bt.Len()
-		if err := q.Ack(bt); err != nil {
+		if err := bt.Ack(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -77,7 +77,7 @@ func TestCrashChild(t *testing.T) {
 		return
 	}
 	for n := 0; ; n++ {
-		b, err := q.Lease(20, 1<<20)
+		b, err := q.Lease(context.Background(), 20, 1<<20)
 		if err != nil {
 			say("ERR " + err.Error())
 			return
@@ -93,10 +93,10 @@ func TestCrashChild(t *testing.T) {
 		}
 		say("L " + strings.Join(ids, ","))
 		if n%3 == 2 {
-			err = q.DeadLetter(b, queue.DeadInfo{Reason: "test"})
+			err = b.DeadLetter(context.Background(), queue.DeadInfo{Reason: "test"})
 			say("D " + ids[0])
 		} else {
-			err = q.Ack(b)
+			err = b.Ack(context.Background())
 			say("A " + ids[0])
 		}
 		if err != nil {

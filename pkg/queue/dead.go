@@ -20,18 +20,6 @@ type DeadInfo = store.DeadInfo
 // MaxBodySnippet bounds DeadInfo.Body as stored.
 const MaxBodySnippet = store.MaxBodySnippet
 
-// DeadLetter moves the batch's events, with d (its Body cut to MaxBodySnippet), into the
-// dead-letter bucket in one transaction. Past DeadMaxBytes the oldest dead batches are dropped.
-func (q *Queue) DeadLetter(b *Batch, d DeadInfo) error {
-	if b == nil || len(b.Keys()) == 0 {
-		return nil
-	}
-	if err := q.s.MoveDeadIn(context.Background(), b.Source, b.Keys(), d); err != nil {
-		return fmt.Errorf("dead letter: %w", err)
-	}
-	return nil
-}
-
 // DeadList returns every dead batch, oldest first, without events.
 func (q *Queue) DeadList() ([]DeadBatch, error) {
 	list, err := q.s.DeadList()

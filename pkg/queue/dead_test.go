@@ -18,11 +18,11 @@ func TestQueue_DeadLetter_MovesBatchWithInfoAndReplaysAtTail(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		_ = q.Enqueue(ctx, ev(i))
 	}
-	b, _ := q.Lease(3, 1<<20)
+	b, _ := q.Lease(context.Background(), 3, 1<<20)
 	at := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
 	info := queue.DeadInfo{Reason: "rejected", ErrorClass: "status", Status: 400, Attempts: 2,
 		FirstAttempt: at, LastAttempt: at.Add(time.Second), Body: bytes.Repeat([]byte("b"), 5000)}
-	if err := q.DeadLetter(b, info); err != nil {
+	if err := b.DeadLetter(context.Background(), info); err != nil {
 		t.Fatal(err)
 	}
 	st := q.Stats()
@@ -64,8 +64,8 @@ func TestQueue_DeadPurgeAndUnknownID(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 4; i++ {
 		_ = q.Enqueue(ctx, ev(i))
-		b, _ := q.Lease(1, 1<<20)
-		_ = q.DeadLetter(b, queue.DeadInfo{Reason: "x"})
+		b, _ := q.Lease(context.Background(), 1, 1<<20)
+		_ = b.DeadLetter(context.Background(), queue.DeadInfo{Reason: "x"})
 	}
 	list, _ := q.DeadList()
 	if n, err := q.DeadPurge(ctx, list[1].ID); n != 1 || err != nil {
@@ -80,8 +80,8 @@ func TestQueue_DeadPurgeAndUnknownID(t *testing.T) {
 	if n, err := q.DeadPurge(ctx); n != 3 || err != nil {
 		t.Fatalf("purge all: %d %v", n, err)
 	}
-	if st := q.Stats(); st.DeadBatches != 0 || st.DeadBytes != 0 {
-		t.Fatalf("stats after purge: %+v", st)
+	if st := q.Stats(); st.DeadBatches != 0 || st.DeadBytes != 0 || st.Dropped["purged"] != 4 {
+		t.Fatalf("stats after purge: %+v; want no dead batch and the 4 purged events counted as dropped (purged)", st)
 	}
 }
 
@@ -93,8 +93,8 @@ func TestQueue_DeadMaxBytesDropsOldestDeadBatches(t *testing.T) {
 		_ = q.Enqueue(ctx, ev(i))
 	}
 	for i := 0; i < 3; i++ {
-		b, _ := q.Lease(3, 1<<20)
-		_ = q.DeadLetter(b, queue.DeadInfo{Reason: "x"})
+		b, _ := q.Lease(context.Background(), 3, 1<<20)
+		_ = b.DeadLetter(context.Background(), queue.DeadInfo{Reason: "x"})
 	}
 	st := q.Stats()
 	if st.DeadBatches != 1 || st.DeadEvents != 3 || st.Dropped["dead_overflow"] != 6 {

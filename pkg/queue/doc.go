@@ -3,31 +3,32 @@
 //
 // # States of an event
 //
-//	Enqueue ──► queued ──Lease──► leased (still stored, at the head)
+//	Enqueue ──► queued ──Lease──► leased (still stored, at its place)
 //	                                 │
-//	                   Ack ◄─────────┼─────────► DeadLetter ──► dead ──DeadReplay──► queued (tail)
-//	               (deleted, one tx) │           (moved, one tx)   └─DeadPurge──► gone
-//	                                 └─SaveRetry: the batch's retry state, kept across restarts
+//	             Lease.Ack ◄─────────┼─────────► Lease.DeadLetter ──► dead ──DeadReplay──► queued (tail)
+//	               (deleted, one tx) │           (moved, one tx)         └─DeadPurge──► gone
+//	                                 └─Lease.Retry: the batch's retry state, kept across restarts
 //
 // Enqueue returns nil only after its events are committed (and fsynced unless
 // NoSync); concurrent producers share one transaction and one fsync. Lease
 // does not remove anything: a crash between an upload and its Ack re-sends
 // that batch (at-least-once; collectors dedupe on messageId). There is a
-// single consumer: Lease always starts at the head. A pipelined consumer may
-// read ahead with LeaseAfter (the batch Lease will return once the given one
-// has left) and acknowledge several delivered batches in one commit with
-// AckAll.
+// single consumer: Lease always starts at the head. A consumer may read ahead
+// with LeaseAfter (the batch Lease will return once the given one has left).
+// A Lease (lease.go) owns what happens to its batch: Ack, Retry (its retry
+// state), DeadLetter, Split and Release, each write under the caller's
+// context. The queue owns the encoding of a retry state (retrystate.go); the
+// store keeps it as opaque bytes.
 //
-// Batch, DeadBatch, DeadInfo and Stats are pkg/store's types (aliases): a lease is
-// the batch the store read, a dead letter the one it decoded, so pkg/uploader
-// names them through this package and never imports pkg/store.
+// Batch, DeadBatch, DeadInfo and Stats are pkg/store's types (aliases): a lease
+// wraps the batch the store read, a dead letter is the one it decoded, so
+// pkg/uploader names them through this package and never imports pkg/store.
 //
 // # Several batches in flight
 //
 // A consumer may hold many leases at once (Lease, then LeaseAfter the last one
-// leased) and settle them in any order, from several goroutines: Ack,
-// DeadLetter and SaveRetry each touch only their own batch's keys, in one
-// transaction (concurrent calls share the store's group commit). Each batch's
+// leased) and settle them in any order, from several goroutines: a lease's
+// Ack, DeadLetter and Retry touch only its own keys, in one transaction (concurrent calls share the store's group commit). Each batch's
 // retry state is saved under its first key, so after a crash every batch that
 // was in flight comes back whole with its own state: a run read from the head
 // (or after a batch) ends before the next batch with a saved state, and a saved
@@ -39,7 +40,7 @@
 // The queue is one FIFO per source (sources.go; the store keeps each in a bucket of its own,
 // all in one group commit). EnqueueIn, EnqueueAsyncIn and EnqueueAwaitedIn name the source;
 // the other intake calls use DefaultSource. A batch is read from one source and names it
-// (Batch.Source); Ack, AckAll, SaveRetry and DeadLetter go back to that source, and a dead
+// (Batch.Source); a lease's Ack, Retry and DeadLetter go back to that source, and a dead
 // batch replays into it. Lease and LeaseAfter take the sources that hold events in turn, by
 // deficit round robin weighted by bytes (drr.go: in its turn a source is credited
 // Config.Quantum bytes and keeps the turn while its credit lasts), so a backlog in one source

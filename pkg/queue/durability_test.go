@@ -28,11 +28,11 @@ func TestQueue_SyncedCommitsFollowQueueSync(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			b, err := q.Lease(5, 1<<20)
+			b, err := q.Lease(context.Background(), 5, 1<<20)
 			if err != nil || b == nil {
 				t.Fatalf("lease: %v %v", b, err)
 			}
-			if err := q.Ack(b); err != nil {
+			if err := b.Ack(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			check := func(when string) {
@@ -57,11 +57,11 @@ func TestQueue_SyncedCommitsFollowQueueSync(t *testing.T) {
 			if err := q.Enqueue(ctx, ev(100)); err != nil {
 				t.Fatal(err)
 			}
-			b, err = q.Lease(100, 1<<20)
+			b, err = q.Lease(context.Background(), 100, 1<<20)
 			if err != nil || b == nil {
 				t.Fatalf("lease: %v %v", b, err)
 			}
-			if err := q.Ack(b); err != nil {
+			if err := b.Ack(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			check("after reopen")

@@ -172,7 +172,7 @@ func TestEnqueueAsync_CallerMayReuseItsBufferAtOnce(t *testing.T) {
 			}
 			var evs [][]byte
 			for len(evs) < n {
-				b, err := q.Lease(1, 1<<20)
+				b, err := q.Lease(context.Background(), 1, 1<<20)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -185,7 +185,7 @@ func TestEnqueueAsync_CallerMayReuseItsBufferAtOnce(t *testing.T) {
 					continue
 				}
 				evs = append(evs, append([]byte(nil), b.Events[0]...))
-				if err := q.Ack(b); err != nil {
+				if err := b.Ack(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}

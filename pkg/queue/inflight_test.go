@@ -18,7 +18,7 @@ import (
 // them on goroutines of their own, in whatever order they finish.
 func consumeOutOfOrder(t *testing.T, q *queue.Queue, say func(string)) {
 	for n := 0; ; n++ {
-		b, err := q.Lease(20, 1<<20)
+		b, err := q.Lease(context.Background(), 20, 1<<20)
 		if err != nil {
 			say("ERR " + err.Error())
 			return
@@ -27,7 +27,7 @@ func consumeOutOfOrder(t *testing.T, q *queue.Queue, say func(string)) {
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		win := []*queue.Batch{b}
+		win := []*queue.Lease{b}
 		for len(win) < 8 {
 			nb, _, err := q.LeaseAfter(win[len(win)-1], 20, 1<<20)
 			if err != nil {
@@ -51,15 +51,15 @@ func consumeOutOfOrder(t *testing.T, q *queue.Queue, say func(string)) {
 				var err error
 				switch (n + i) % 4 {
 				case 3:
-					err = q.DeadLetter(b, queue.DeadInfo{Reason: "test"})
+					err = b.DeadLetter(context.Background(), queue.DeadInfo{Reason: "test"})
 					say("D " + ids[0])
 				case 1:
-					if err = q.SaveRetry(b, budget.State{Attempts: 1, Retries: 1}); err == nil {
-						err = q.Ack(b)
+					if err = b.Retry(context.Background(), budget.State{Attempts: 1, Retries: 1}); err == nil {
+						err = b.Ack(context.Background())
 					}
 					say("A " + ids[0])
 				default:
-					err = q.Ack(b)
+					err = b.Ack(context.Background())
 					say("A " + ids[0])
 				}
 				if err != nil {
@@ -86,11 +86,11 @@ func TestQueue_RetryStateOfEveryBatchInFlight_SurvivesARestart(t *testing.T) {
 		}
 	}
 	// Five batches of 2 in flight: [0 1] [2 3] [4 5] [6 7] [8 9].
-	b, err := q.Lease(2, 1<<20)
+	b, err := q.Lease(context.Background(), 2, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	win := []*queue.Batch{b}
+	win := []*queue.Lease{b}
 	for len(win) < 5 {
 		nb, _, err := q.LeaseAfter(win[len(win)-1], 2, 1<<20)
 		if err != nil || nb == nil {
@@ -102,18 +102,18 @@ func TestQueue_RetryStateOfEveryBatchInFlight_SurvivesARestart(t *testing.T) {
 	st2 := budget.State{Attempts: 3, Retries: 2, BackoffStart: at}
 	st4 := budget.State{Attempts: 7, Retries: 1, BackoffStart: at, RateLimitStart: at.Add(time.Second)}
 	for _, s := range []struct {
-		b  *queue.Batch
+		b  *queue.Lease
 		st budget.State
 	}{{win[1], st2}, {win[3], st4}, {win[2], budget.State{Attempts: 1}}} {
-		if err := q.SaveRetry(s.b, s.st); err != nil {
+		if err := s.b.Retry(context.Background(), s.st); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Acks out of order: the third batch (with a saved state) and the fifth.
-	if err := q.AckAll(win[4]); err != nil {
+	if err := win[4].Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(win[2]); err != nil {
+	if err := win[2].Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {
@@ -127,11 +127,11 @@ func TestQueue_RetryStateOfEveryBatchInFlight_SurvivesARestart(t *testing.T) {
 		events []int
 		st     budget.State
 	}{{[]int{0, 1}, budget.State{}}, {[]int{2, 3}, st2}, {[]int{6, 7}, st4}}
-	var prev *queue.Batch
+	var prev *queue.Lease
 	for i, w := range want {
-		var got *queue.Batch
+		var got *queue.Lease
 		if prev == nil {
-			got, err = q.Lease(10, 1<<20)
+			got, err = q.Lease(context.Background(), 10, 1<<20)
 		} else {
 			got, _, err = q.LeaseAfter(prev, 10, 1<<20)
 		}
@@ -146,9 +146,9 @@ func TestQueue_RetryStateOfEveryBatchInFlight_SurvivesARestart(t *testing.T) {
 				t.Fatalf("batch %d event %d = %s, want %s", i, j, e, ev(w.events[j]))
 			}
 		}
-		if !got.Retry.BackoffStart.Equal(w.st.BackoffStart) || !got.Retry.RateLimitStart.Equal(w.st.RateLimitStart) ||
-			got.Retry.Attempts != w.st.Attempts || got.Retry.Retries != w.st.Retries {
-			t.Fatalf("batch %d retry state = %+v, want %+v", i, got.Retry, w.st)
+		if st := got.RetryState(); !st.BackoffStart.Equal(w.st.BackoffStart) || !st.RateLimitStart.Equal(w.st.RateLimitStart) ||
+			st.Attempts != w.st.Attempts || st.Retries != w.st.Retries {
+			t.Fatalf("batch %d retry state = %+v, want %+v", i, st, w.st)
 		}
 		prev = got
 	}

@@ -22,7 +22,7 @@ func enqueueN(t *testing.T, q *queue.Queue, first, n int) {
 }
 
 // wantEvents fails unless b holds events first … first+n-1 in order.
-func wantEvents(t *testing.T, b *queue.Batch, first, n int) {
+func wantEvents(t *testing.T, b *queue.Lease, first, n int) {
 	t.Helper()
 	if b == nil || b.Len() != n {
 		t.Fatalf("batch %v, want %d events from %d", b, n, first)
@@ -37,7 +37,7 @@ func wantEvents(t *testing.T, b *queue.Batch, first, n int) {
 func TestQueue_LeaseAfter_ChainsBatchesInFIFOOrderUntilNil(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 25)
-	b, err := q.Lease(10, 1<<20)
+	b, err := q.Lease(context.Background(), 10, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestQueue_LeaseAfter_CutsByBytesLikeLease(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 10)
 	size := len(ev(0))
-	b, err := q.Lease(2, 1<<20)
+	b, err := q.Lease(context.Background(), 2, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestQueue_LeaseAfter_CutsByBytesLikeLease(t *testing.T) {
 func TestQueue_LeaseAfter_IsWhatLeaseReturnsOnceThePreviousBatchIsAcked(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 30)
-	b, err := q.Lease(10, 1<<20)
+	b, err := q.Lease(context.Background(), 10, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,20 +103,20 @@ func TestQueue_LeaseAfter_IsWhatLeaseReturnsOnceThePreviousBatchIsAcked(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(b); err != nil {
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	head, err := q.Lease(10, 1<<20)
+	head, err := q.Lease(context.Background(), 10, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, head, 10, 10)
 	wantEvents(t, next, 10, 10)
 	// Ack and SaveRetry work on a batch from LeaseAfter once it is the head.
-	if err := q.SaveRetry(next, budget.State{Attempts: 2, Retries: 1}); err != nil {
+	if err := next.Retry(context.Background(), budget.State{Attempts: 2, Retries: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(next); err != nil {
+	if err := next.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if st := q.Stats(); st.Events != 10 {
@@ -127,12 +127,12 @@ func TestQueue_LeaseAfter_IsWhatLeaseReturnsOnceThePreviousBatchIsAcked(t *testi
 func TestQueue_LeaseAfter_AfterARestartTheSavedHeadBatchComesFirst(t *testing.T) {
 	q, dir := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 30)
-	b, err := q.Lease(12, 1<<20)
+	b, err := q.Lease(context.Background(), 12, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	saved := budget.State{Attempts: 3, Retries: 2}
-	if err := q.SaveRetry(b, saved); err != nil {
+	if err := b.Retry(context.Background(), saved); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {
@@ -140,37 +140,37 @@ func TestQueue_LeaseAfter_AfterARestartTheSavedHeadBatchComesFirst(t *testing.T)
 	}
 	q = testutil.MustOpenQueueAt(t, dir, queue.Config{})
 
-	head, err := q.Lease(5, 1<<20) // smaller limits: the saved batch still comes back whole
+	head, err := q.Lease(context.Background(), 5, 1<<20) // smaller limits: the saved batch still comes back whole
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, head, 0, 12)
-	if head.Retry.Attempts != saved.Attempts || head.Retry.Retries != saved.Retries {
-		t.Fatalf("head retry state %+v, want %+v", head.Retry, saved)
+	if st := head.RetryState(); st.Attempts != saved.Attempts || st.Retries != saved.Retries {
+		t.Fatalf("head retry state %+v, want %+v", st, saved)
 	}
 	next, more, err := q.LeaseAfter(head, 5, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, next, 12, 5)
-	if !more || next.Retry != (budget.State{}) {
-		t.Fatalf("the batch after the saved head: more %t, retry %+v; want more and a zero state", more, next.Retry)
+	if !more || next.RetryState() != (budget.State{}) {
+		t.Fatalf("the batch after the saved head: more %t, retry %+v; want more and a zero state", more, next.RetryState())
 	}
 }
 
 func TestQueue_LeaseAfter_CarriesTheSavedStateOfTheBatchItReturns(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 20)
-	first, err := q.Lease(4, 1<<20)
+	first, err := q.Lease(context.Background(), 4, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h1, h2 := first.Split()
-	if err := q.Ack(h1); err != nil {
+	if err := h1.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	saved := budget.State{Attempts: 1}
-	if err := q.SaveRetry(h2, saved); err != nil { // h2 is the head now
+	if err := h2.Retry(context.Background(), saved); err != nil { // h2 is the head now
 		t.Fatal(err)
 	}
 	// A batch ending just before the saved head: what follows it is the saved batch, whole.
@@ -179,15 +179,15 @@ func TestQueue_LeaseAfter_CarriesTheSavedStateOfTheBatchItReturns(t *testing.T) 
 		t.Fatal(err)
 	}
 	wantEvents(t, next, 2, 2)
-	if next.Retry.Attempts != 1 {
-		t.Fatalf("retry state %+v, want the saved %+v", next.Retry, saved)
+	if st := next.RetryState(); st.Attempts != 1 {
+		t.Fatalf("retry state %+v, want the saved %+v", st, saved)
 	}
 }
 
 func TestQueue_LeaseAfter_WithoutAPreviousBatchFails(t *testing.T) {
 	q, _ := testutil.MustOpenQueue(t, queue.Config{})
 	enqueueN(t, q, 0, 3)
-	for _, prev := range []*queue.Batch{nil, {}} {
+	for _, prev := range []*queue.Lease{nil, {}} {
 		if _, _, err := q.LeaseAfter(prev, 10, 1<<20); !errors.Is(err, queue.ErrNoBatch) {
 			t.Errorf("LeaseAfter(%v) = %v, want ErrNoBatch", prev, err)
 		}

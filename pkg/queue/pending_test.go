@@ -29,11 +29,11 @@ func TestQueue_Pending_MatchesStatsEventsBytesAndOldest(t *testing.T) {
 	if events, bytes, oldest := q.Pending(); events != 2 || bytes != int64(len(ev(0))+len(ev(1))) || oldest.IsZero() {
 		t.Fatalf("Pending = %d, %d, %v; want 2 events of their bytes and an intake time", events, bytes, oldest)
 	}
-	b, err := q.Lease(1, 1<<20)
+	b, err := q.Lease(context.Background(), 1, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Ack(b); err != nil {
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	check("after ack")

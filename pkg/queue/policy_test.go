@@ -34,8 +34,8 @@ func TestQueue_Enqueue_BlockWaitsForRoomOrCtx(t *testing.T) {
 		t.Fatalf("enqueue into a full queue returned %v before room was made", err)
 	default:
 	}
-	b, _ := q.Lease(1, 1<<20)
-	if err := q.Ack(b); err != nil {
+	b, _ := q.Lease(context.Background(), 1, 1<<20)
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -91,7 +91,7 @@ func TestQueue_Lease_RespectsLimitsButReturnsAtLeastOne(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := q.Lease(tt.maxEvents, tt.maxBytes)
+			b, err := q.Lease(context.Background(), tt.maxEvents, tt.maxBytes)
 			if err != nil || b.Len() != tt.want || b.Bytes != tt.want*size || string(b.Events[0]) != string(ev(0)) {
 				t.Fatalf("lease(%d, %d) = %d events (%v), want %d from the head", tt.maxEvents, tt.maxBytes, b.Len(), err, tt.want)
 			}
@@ -104,35 +104,35 @@ func TestQueue_SaveRetry_RestoresSameHeadBatchAfterRestart(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		_ = q.Enqueue(context.Background(), ev(i))
 	}
-	b, _ := q.Lease(4, 1<<20)
+	b, _ := q.Lease(context.Background(), 4, 1<<20)
 	start := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	st := budget.State{Attempts: 3, Retries: 2, BackoffStart: start}
-	if err := q.SaveRetry(b, st); err != nil {
+	if err := b.Retry(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
 	_ = q.Close()
 	q = testutil.MustOpenQueueAt(t, dir, queue.Config{})
-	b, _ = q.Lease(100, 1<<20)
-	if b.Len() != 4 || b.Retry.Attempts != 3 || b.Retry.Retries != 2 || !b.Retry.BackoffStart.Equal(start) || !b.Retry.RateLimitStart.IsZero() {
-		t.Fatalf("restored lease: %d events, retry %+v; want the saved 4-event batch with its state", b.Len(), b.Retry)
+	b, _ = q.Lease(context.Background(), 100, 1<<20)
+	if got := b.RetryState(); b.Len() != 4 || got.Attempts != 3 || got.Retries != 2 || !got.BackoffStart.Equal(start) || !got.RateLimitStart.IsZero() {
+		t.Fatalf("restored lease: %d events, retry %+v; want the saved 4-event batch with its state", b.Len(), got)
 	}
 	l, r := b.Split()
-	if l.Len() != 2 || r.Len() != 2 || l.Retry != (budget.State{}) || r.Retry != (budget.State{}) {
-		t.Fatalf("split: %d/%d, retry %+v %+v", l.Len(), r.Len(), l.Retry, r.Retry)
+	if l.Len() != 2 || r.Len() != 2 || l.RetryState() != (budget.State{}) || r.RetryState() != (budget.State{}) {
+		t.Fatalf("split: %d/%d, retry %+v %+v", l.Len(), r.Len(), l.RetryState(), r.RetryState())
 	}
-	if err := q.Ack(l); err != nil {
+	if err := l.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b, _ = q.Lease(100, 1<<20)
-	if b.Len() != 8 || b.Retry != (budget.State{}) || string(b.Events[0]) != string(ev(2)) {
-		t.Fatalf("after acking the left half: %d events, retry %+v", b.Len(), b.Retry)
+	b, _ = q.Lease(context.Background(), 100, 1<<20)
+	if b.Len() != 8 || b.RetryState() != (budget.State{}) || string(b.Events[0]) != string(ev(2)) {
+		t.Fatalf("after acking the left half: %d events, retry %+v", b.Len(), b.RetryState())
 	}
-	if err := q.Ack(b); err != nil {
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	_ = q.Close()
 	q = testutil.MustOpenQueueAt(t, dir, queue.Config{})
-	if b, _ := q.Lease(100, 1<<20); b != nil {
+	if b, _ := q.Lease(context.Background(), 100, 1<<20); b != nil {
 		t.Fatalf("acked events came back: %d", b.Len())
 	}
 }
@@ -159,8 +159,8 @@ func TestQueue_NotifyAndOldestFollowIntake(t *testing.T) {
 	if o, ok := q.Oldest(); !ok || !o.Equal(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)) {
 		t.Fatalf("Oldest = %v, %v", o, ok)
 	}
-	b, _ := q.Lease(1, 1<<20)
-	_ = q.Ack(b)
+	b, _ := q.Lease(context.Background(), 1, 1<<20)
+	_ = b.Ack(context.Background())
 	if o, _ := q.Oldest(); !o.Equal(now) || !q.Stats().Oldest.Equal(now) {
 		t.Fatalf("Oldest after acking the head = %v, want %v", o, now)
 	}

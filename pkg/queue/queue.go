@@ -7,27 +7,29 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
 )
 
 // Batch is a leased run of events from the head of the queue: the store's batch itself, so a
 // lease hands the consumer what the store read, with nothing converted. Its Release, Len and
-// Split are store.Batch's; Batch.Retry is the state SaveRetry saved for it before a restart.
+// Split are store.Batch's; a Lease (lease.go) is a Batch that owns its ack.
 type Batch = store.Batch
 
 // Stats is the store's snapshot of the queue's counters (Queue.Stats).
 type Stats = store.Stats
 
 // DropReasons returns every reason an event may be dropped for, the keys Stats.Dropped may
-// hold: store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum and
-// store.ReasonSuppressed.
+// hold: store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum,
+// store.ReasonSuppressed, store.ReasonPurged and store.ReasonSourceFull.
 func DropReasons() []string { return store.DropReasons() }
+
+// DropReasonPurged is the drop reason of the events in dead batches an operator purged.
+const DropReasonPurged = store.ReasonPurged
 
 // Queue is the durable FIFO of one data directory. Enqueue is safe for
 // concurrent use. Lease and LeaseAfter assume a single consumer, which may settle the
-// batches it holds (Ack, DeadLetter, SaveRetry) from several goroutines, in any order.
+// leases it holds (Lease.Ack, Lease.DeadLetter, Lease.Retry) from several goroutines, in any order.
 type Queue struct {
 	s      *store.Store
 	cfg    Config
@@ -97,46 +99,21 @@ func (q *Queue) enqueue(ctx context.Context, source string, events [][]byte) err
 // maxBytes (but always at least one event), or nil, nil when the queue is
 // empty. It does not block and does not remove anything: the batch stays at
 // the head until Ack or DeadLetter. After a restart a batch whose retry state was
-// saved comes back whole, with that state in Batch.Retry. With several sources holding
-// events, the source is the one whose turn it is (deficit round robin by bytes, drr.go); the
-// batch names it (Batch.Source).
-func (q *Queue) Lease(maxEvents, maxBytes int) (*Batch, error) {
+// saved comes back whole, with that state (RetryState). With several sources holding events,
+// the source is the one whose turn it is (deficit round robin by bytes, drr.go); the batch
+// names it (Batch.Source).
+func (q *Queue) Lease(ctx context.Context, maxEvents, maxBytes int) (*Lease, error) {
 	src := q.turns.next(q.pending(store.Chain{}))
 	if src == "" {
 		return nil, nil
 	}
-	b, err := q.s.HeadIn(context.Background(), src, maxEvents, maxBytes)
+	b, err := q.s.HeadIn(ctx, src, maxEvents, maxBytes)
 	if err != nil || b == nil {
-		return b, err
+		return q.lease(b), err
 	}
 	q.turns.charge(src, int64(b.Bytes))
 	b.Chain = store.Chain{}.With(src, b.Keys()[len(b.Keys())-1])
-	return b, nil
-}
-
-// Ack deletes the batch's events (and its retry state) in one transaction.
-func (q *Queue) Ack(b *Batch) error {
-	if b == nil || len(b.Keys()) == 0 {
-		return nil
-	}
-	if err := q.s.DeleteIn(context.Background(), b.Source, b.Keys()); err != nil {
-		return fmt.Errorf("ack: %w", err)
-	}
-	return nil
-}
-
-// SaveRetry persists st as the retry state of b, a batch in flight (leased and not yet
-// acked or dead-lettered); after a restart Lease or LeaseAfter returns the same batch,
-// carrying st. It is ignored when b has left the queue.
-func (q *Queue) SaveRetry(b *Batch, st budget.State) error {
-	if b == nil || len(b.Keys()) == 0 {
-		return nil
-	}
-	if err := q.s.SaveRetryIn(context.Background(), b.Source, b.Keys()[0], len(b.Keys()), st); err != nil {
-		return fmt.Errorf("save retry state: %w", err)
-	}
-	b.Retry = st
-	return nil
+	return q.lease(b), nil
 }
 
 // Notify returns a channel signalled (without blocking; buffer 1) after each
@@ -171,31 +148,6 @@ func (q *Queue) Fits(need int64) error { return q.policy.Fits(need) }
 // one stat.
 func (q *Queue) Stats() Stats { return q.s.Stats() }
 
-// AckAll deletes the events of several batches in one transaction (one fsync), as Ack does
-// for one: a consumer that delivers batch after batch acknowledges the ones whose acks would
-// otherwise wait for each other's commits together. The batches are given in queue order;
-// the retry states saved for any of them are cleared with them. Batches of several sources
-// are acknowledged together too.
-func (q *Queue) AckAll(batches ...*Batch) error {
-	var sources []string
-	keys := map[string][][]byte{}
-	for _, b := range batches {
-		if b != nil && len(b.Keys()) > 0 {
-			if _, ok := keys[b.Source]; !ok {
-				sources = append(sources, b.Source)
-			}
-			keys[b.Source] = append(keys[b.Source], b.Keys()...)
-		}
-	}
-	if len(sources) == 0 {
-		return nil
-	}
-	if err := q.s.DeleteAll(context.Background(), sources, keys); err != nil {
-		return fmt.Errorf("ack: %w", err)
-	}
-	return nil
-}
-
 // LeaseAfter returns the batch that follows prev, which must be a batch returned by Lease or
 // LeaseAfter (or a half of one) that is still queued: the batch Lease will return once prev
 // and the batches leased before it have left the queue, so that the consumer can read (and
@@ -210,8 +162,8 @@ func (q *Queue) AckAll(batches ...*Batch) error {
 // b is nil when nothing follows prev. It is nil with more true when the event after prev
 // fails its checksum: Lease, once prev has left the queue, removes that event and goes on.
 // A nil or empty prev returns ErrNoBatch.
-func (q *Queue) LeaseAfter(prev *Batch, maxEvents, maxBytes int) (b *Batch, more bool, err error) {
-	if prev == nil || len(prev.Keys()) == 0 {
+func (q *Queue) LeaseAfter(prev *Lease, maxEvents, maxBytes int) (l *Lease, more bool, err error) {
+	if prev.empty() {
 		return nil, false, ErrNoBatch
 	}
 	chain := prev.Chain.With(prev.Source, prev.Keys()[len(prev.Keys())-1])
@@ -219,14 +171,14 @@ func (q *Queue) LeaseAfter(prev *Batch, maxEvents, maxBytes int) (b *Batch, more
 	if src == "" {
 		return nil, false, nil
 	}
-	b, more, err = q.s.ReadAfterIn(src, chain.After(src), maxEvents, maxBytes)
+	b, more, err := q.s.ReadAfterIn(src, chain.After(src), maxEvents, maxBytes)
 	if err != nil || b == nil {
-		return b, more, err
+		return q.lease(b), more, err
 	}
 	q.turns.charge(src, int64(b.Bytes))
 	b.Chain = chain.With(src, b.Keys()[len(b.Keys())-1])
 	if !more {
 		more = len(q.pending(b.Chain)) > 0
 	}
-	return b, more, nil
+	return q.lease(b), more, nil
 }

@@ -26,7 +26,7 @@ func TestQueue_EnqueueLeaseAck_FIFOAcrossRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := q.Lease(10, 1<<20)
+	b, err := q.Lease(context.Background(), 10, 1<<20)
 	if err != nil || b == nil || b.Len() != 10 {
 		t.Fatalf("lease: %v %v", b, err)
 	}
@@ -35,7 +35,7 @@ func TestQueue_EnqueueLeaseAck_FIFOAcrossRestart(t *testing.T) {
 			t.Fatalf("event %d = %s", i, e)
 		}
 	}
-	if err := q.Ack(b); err != nil {
+	if err := b.Ack(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {
@@ -54,7 +54,7 @@ func TestQueue_EnqueueLeaseAck_FIFOAcrossRestart(t *testing.T) {
 			t.Fatalf("event %d = %s, want %s", i, e, ev(i+10))
 		}
 	}
-	if b, _ := q.Lease(10, 100); b != nil {
+	if b, _ := q.Lease(context.Background(), 10, 100); b != nil {
 		t.Fatalf("lease on empty queue returned %d events", b.Len())
 	}
 }

@@ -31,11 +31,11 @@ func TestGenerateReleaseFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := q.Lease(2, 1<<20)
+	b, err := q.Lease(ctx, 2, 1<<20)
 	if err != nil || b.Len() != 2 {
 		t.Fatalf("lease the dead batch: %v, %v", b, err)
 	}
-	if err := q.DeadLetter(b, queue.DeadInfo{Reason: "rejected", Status: 400, Attempts: 1}); err != nil {
+	if err := b.DeadLetter(ctx, queue.DeadInfo{Reason: "rejected", Status: 400, Attempts: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {
@@ -43,11 +43,11 @@ func TestGenerateReleaseFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err = q.Lease(3, 1<<20)
+	b, err = q.Lease(ctx, 3, 1<<20)
 	if err != nil || b.Len() != 3 {
 		t.Fatalf("lease: %v, %v", b, err)
 	}
-	if err := q.SaveRetry(b, budget.State{Attempts: 2, Retries: 1, BackoffStart: time.Unix(1700000000, 0)}); err != nil {
+	if err := b.Retry(ctx, budget.State{Attempts: 2, Retries: 1, BackoffStart: time.Unix(1700000000, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {

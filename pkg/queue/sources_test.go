@@ -39,7 +39,7 @@ func TestQueue_Sources_BatchesNeverMixAndEachSourceIsFIFO(t *testing.T) {
 	}
 	next := map[string]int{}
 	for {
-		b, err := q.Lease(4, 1<<20)
+		b, err := q.Lease(ctx, 4, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestQueue_Sources_BatchesNeverMixAndEachSourceIsFIFO(t *testing.T) {
 			}
 			next[b.Source]++
 		}
-		if err := q.Ack(b); err != nil {
+		if err := b.Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestQueue_Sources_LeaseAfterTakesSourcesInTurn(t *testing.T) {
 	if err := q.EnqueueIn(ctx, "small", srcEv("small", 0)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := q.Lease(10, 1<<20)
+	b, err := q.Lease(ctx, 10, 1<<20)
 	if err != nil || b == nil {
 		t.Fatal(b, err)
 	}
@@ -112,7 +112,7 @@ func TestQueue_Sources_ChainReadsEverySourceOnce(t *testing.T) {
 		}
 	}
 	next := map[string]int{}
-	b, err := q.Lease(3, 1<<20)
+	b, err := q.Lease(ctx, 3, 1<<20)
 	for b != nil && err == nil {
 		for _, e := range b.Events {
 			if want := srcEv(b.Source, next[b.Source]); string(e) != string(want) {
@@ -163,15 +163,15 @@ func TestQueue_Sources_CountsAndRetryStateSurviveReopen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var a *queue.Batch
+	var a *queue.Lease
 	for a == nil || a.Source != "a" {
-		b, err := q.Lease(2, 1<<20)
+		b, err := q.Lease(ctx, 2, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		a = b
 	}
-	if err := q.SaveRetry(a, budget.State{Attempts: 3, Retries: 2}); err != nil {
+	if err := a.Retry(ctx, budget.State{Attempts: 3, Retries: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Close(); err != nil {
@@ -186,20 +186,20 @@ func TestQueue_Sources_CountsAndRetryStateSurviveReopen(t *testing.T) {
 		t.Fatalf("sources after reopen: %+v", got)
 	}
 	for {
-		b, err := q.Lease(2, 1<<20)
+		b, err := q.Lease(ctx, 2, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if b.Source == "a" {
-			if b.Retry.Attempts != 3 || b.Len() != 2 {
-				t.Fatalf("a's head after reopen: %d events, retry %+v; want the saved batch", b.Len(), b.Retry)
+			if b.RetryState().Attempts != 3 || b.Len() != 2 {
+				t.Fatalf("a's head after reopen: %d events, retry %+v; want the saved batch", b.Len(), b.RetryState())
 			}
 			break
 		}
-		if b.Retry.Attempts != 0 {
-			t.Fatalf("b's batch carries a's retry state %+v", b.Retry)
+		if b.RetryState().Attempts != 0 {
+			t.Fatalf("b's batch carries a's retry state %+v", b.RetryState())
 		}
-		if err := q.Ack(b); err != nil {
+		if err := b.Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,11 +211,11 @@ func TestQueue_Sources_DeadLetterKeepsItsSourceAndReplaysIntoIt(t *testing.T) {
 	if err := q.EnqueueIn(ctx, "a", srcEv("a", 0), srcEv("a", 1)); err != nil {
 		t.Fatal(err)
 	}
-	b, err := q.Lease(10, 1<<20)
+	b, err := q.Lease(ctx, 10, 1<<20)
 	if err != nil || b.Source != "a" {
 		t.Fatal(b, err)
 	}
-	if err := q.DeadLetter(b, queue.DeadInfo{Reason: "rejected"}); err != nil {
+	if err := b.DeadLetter(ctx, queue.DeadInfo{Reason: "rejected"}); err != nil {
 		t.Fatal(err)
 	}
 	list, err := q.DeadList()
@@ -225,7 +225,7 @@ func TestQueue_Sources_DeadLetterKeepsItsSourceAndReplaysIntoIt(t *testing.T) {
 	if n, err := q.DeadReplay(ctx); err != nil || n != 2 {
 		t.Fatalf("replay: %d, %v", n, err)
 	}
-	b, err = q.Lease(10, 1<<20)
+	b, err = q.Lease(ctx, 10, 1<<20)
 	if err != nil || b.Source != "a" || b.Len() != 2 {
 		t.Fatalf("after replay: %+v, %v; want a's two events back in a", b, err)
 	}
@@ -244,15 +244,16 @@ func TestQueue_Sources_PreviousReleaseFileDrainsAsDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := testutil.MustOpenQueueAt(t, dir, queue.Config{})
+	ctx := context.Background()
 	srcs := q.Sources()
 	if len(srcs) != 1 || srcs[0].Name != "default" || srcs[0].Events != 10 {
 		t.Fatalf("sources of the old file: %+v, want default with 10 events", srcs)
 	}
-	b, err := q.Lease(100, 1<<20)
-	if err != nil || b.Source != "default" || b.Len() != 3 || b.Retry.Attempts != 2 {
+	b, err := q.Lease(ctx, 100, 1<<20)
+	if err != nil || b.Source != "default" || b.Len() != 3 || b.RetryState().Attempts != 2 {
 		t.Fatalf("head of the old file: %+v, %v; want the saved batch of 3 with its retry state", b, err)
 	}
-	if err := q.Ack(b); err != nil {
+	if err := b.Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rest := testutil.DrainAll(t, q)

@@ -99,8 +99,8 @@ func TestQueue_DeadReplay_OverMaxBytesIsErrTooLarge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, _ := q.Lease(4, 1<<20)
-	if err := q.DeadLetter(b, queue.DeadInfo{Reason: "rejected"}); err != nil {
+	b, _ := q.Lease(context.Background(), 4, 1<<20)
+	if err := b.DeadLetter(context.Background(), queue.DeadInfo{Reason: "rejected"}); err != nil {
 		t.Fatal(err)
 	}
 	_ = q.Close()

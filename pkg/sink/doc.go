@@ -32,6 +32,9 @@
 // connection reset (RST) before the body is read or after it was read. Counters are updated
 // before the response is written, so a client that has its 200 sees the events counted.
 //
+// Options.Print, when set, gets each event of every accepted batch as one JSON line (`outbox
+// sink --print`, `outbox run --dev --print`), so a developer sees what was delivered.
+//
 // Tests wait with WaitEvents / WaitRequests / Wait instead of polling, and read Requests,
 // Accepted, Events, Stats, Deliveries. For long runs set Options.DiscardEvents (counters and a
 // 64-bit hash per messageId are kept, bodies are not) and Options.MaxRequests.

@@ -95,6 +95,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	case resp.accepts():
 		s.finish(rec, resp, OutcomeAccepted, hashes, events)
+		s.print(d.events)
 	default:
 		s.finish(rec, resp, OutcomeRejected, nil, nil)
 	}
@@ -243,6 +244,24 @@ func writeResponse(w http.ResponseWriter, r Response) {
 func errorBody(msg string) string {
 	b, _ := json.Marshal(map[string]string{"error": msg})
 	return string(b)
+}
+
+// print writes the events of an accepted batch to Options.Print, one line each, in one write.
+func (s *Server) print(events [][]byte) {
+	if s.opts.Print == nil || len(events) == 0 {
+		return
+	}
+	var b bytes.Buffer
+	for _, ev := range events {
+		// An event spread over lines (a pretty-printed body) is compacted onto one.
+		if !bytes.ContainsAny(ev, "\r\n") || json.Compact(&b, ev) != nil {
+			b.Write(ev)
+		}
+		b.WriteByte('\n')
+	}
+	s.printMu.Lock()
+	defer s.printMu.Unlock()
+	_, _ = s.opts.Print.Write(b.Bytes())
 }
 
 func (s *Server) log(rec *Request) {

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 )
@@ -46,6 +47,10 @@ type Options struct {
 	Sleep SleepFunc
 	// Now renders Response.RetryAfterIn dates and stamps records; nil uses time.Now.
 	Now func() time.Time
+	// Print, when set, gets every event of each accepted batch as one line: the event's JSON
+	// as it arrived, so a developer watching the sink sees what was delivered (`outbox sink
+	// --print`). Lines of one batch are written together; a rejected batch prints nothing.
+	Print io.Writer
 	// Logger gets one info line per batch request (path, status, events, duplicates,
 	// retry count); nil discards. The Authorization header is never logged.
 	Logger *slog.Logger

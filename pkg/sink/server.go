@@ -24,6 +24,8 @@ type Server struct {
 	gzPool   sync.Pool // *gzip.Reader
 	bufPool  sync.Pool // *bytes.Buffer, only under DiscardEvents
 
+	printMu sync.Mutex // serialises the batches written to opts.Print
+
 	srv *http.Server // nil for New
 	ln  net.Listener
 	url string

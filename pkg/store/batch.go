@@ -1,15 +1,14 @@
 package store
 
-import "github.com/outboxhq/outbox/pkg/budget"
-
 // Batch is a run of events from the head of the queue (Head) or after a batch (ReadAfter),
-// copied out of bbolt: the one batch type from the store to the destination (pkg/queue and
-// pkg/uploader name it queue.Batch). It holds no reference into bbolt's memory map.
+// copied out of bbolt: the one batch type from the store to the destination (pkg/queue's
+// Lease wraps it with what settles it). It holds no reference into bbolt's memory map.
 type Batch struct {
 	Events [][]byte // stored bytes, ascending by key, owned by the caller
 	Bytes  int      // sum of len(Events)
-	// Retry is the state saved for this batch (SaveRetry) before a restart, else zero.
-	Retry budget.State
+	// Retry is the retry state saved for this batch (SaveRetry) before a restart, as the
+	// caller encoded it (pkg/queue decodes it); nil when none.
+	Retry []byte
 	// Source is the name of the source every event of the batch belongs to: a batch never
 	// mixes sources.
 	Source string

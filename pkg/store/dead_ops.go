@@ -191,6 +191,7 @@ func (s *Store) applyPurge(b *buckets, r *request, w *writerState) error {
 		w.DeadEvents -= int64(h.Events)
 		w.DeadBytes -= h.Bytes
 		r.n++
+		s.drop(w, ReasonPurged, h.Events, "dead_id", format.KeyString(k))
 	}
 	return nil
 }

@@ -6,11 +6,11 @@
 // to keep are asked of the Policy its owner (pkg/queue) gives it.
 //
 // Its types are the ones every layer above uses, so that nothing converts them on
-// the way to the destination: Batch (a lease; pkg/queue and pkg/uploader name it
-// queue.Batch) with its decoded retry state, DeadBatch with its DeadInfo, Stats
-// and the drop reasons. The store therefore knows the shape of what it keeps
-// beside the events: a batch's retry state (a budget.State, SaveRetry) and a dead
-// batch's DeadInfo (MoveDead), both saved as JSON (retrystate.go, dead.go).
+// the way to the destination: Batch (pkg/queue's Lease wraps it) with its saved
+// retry state, DeadBatch with its DeadInfo, Stats
+// and the drop reasons. A batch's retry state is opaque bytes here (SaveRetry):
+// pkg/queue owns its encoding. A dead batch's DeadInfo (MoveDead) is saved as
+// JSON (dead.go).
 //
 // # Layout
 //
@@ -92,7 +92,7 @@
 // still queued; a request within 1 ms of the previous run joins it (its events
 // then report up to 1 ms older). After each commit that moved the head, runs
 // wholly before the head are forgotten and the head's time is its run's. So
-// Lease (no change), Ack, AckAll, DropOldest eviction, dead-lettering and
+// Lease (no change), Ack, DropOldest eviction, dead-lettering and
 // checksum drops all move it exactly; replayed events carry the replay time,
 // as their new keys do. At most 16384 runs are kept (64 bytes each: 1 MiB,
 // in a buffer of at most a few MiB, released when the queue drains):
@@ -120,8 +120,7 @@
 // with a batch's events hands their block back with Batch.Release, so a drain
 // reuses a few blocks instead of faulting in fresh memory for every batch; the
 // keys (Batch.Keys) stay valid for the ack. The halves of Batch.Split share the
-// block. A saved retry state comes back decoded in Batch.Retry; one that cannot
-// be decoded is logged and read as zero, so that the batch retries afresh.
+// block. A saved retry state comes back in Batch.Retry as it was saved.
 //
 // # Appends copy
 //

@@ -24,13 +24,6 @@ func (s *Store) apply(b *buckets, r *request, w *writerState) error {
 			return clearRetry(b, r.source, r.keys[0], r.keys[len(r.keys)-1])
 		}
 		return nil
-	case opDeleteAll:
-		for _, sk := range r.multi {
-			if err := s.apply(b, &request{kind: opDelete, source: sk.source, keys: sk.keys}, w); err != nil {
-				return err
-			}
-		}
-		return nil
 	case opPutMeta:
 		return b.meta.Put(r.keys[0], format.EncodeRecord(r.info))
 	case opDead:

@@ -127,13 +127,7 @@ func (s *Store) readRun(tx *bolt.Tx, source string, c *bolt.Cursor, k, v []byte,
 	keys := make([]byte, 0, n*len(k)) // every key is a KSUID: n of k's length
 	block := getBlock(size - cap(keys))
 	b = &Batch{keys: make([][]byte, 0, n), Events: make([][]byte, 0, n), events: block, Source: source}
-	if retry != nil {
-		st, err := decodeRetry(retry)
-		if err != nil {
-			s.log.Warn("saved retry state unreadable; starting afresh", "error", err)
-		}
-		b.Retry = st
-	}
+	b.Retry = retry // copied out of the map by savedRetry
 	arena := *block
 	defer func() { *block = arena }()
 	var scratch format.Scratch

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 
-	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 )
 
@@ -167,16 +166,17 @@ func (s *Store) MoveDeadIn(ctx context.Context, source string, keys [][]byte, in
 	return s.submit(ctx, &request{kind: opDead, source: source, keys: keys, info: encodeDeadInfo(info)})
 }
 
-// SaveRetry stores st as the retry state of a batch in flight (first key headKey, count
-// events), beside those of the other batches in flight; Head and ReadAfter return that batch
-// whole, with st in Batch.Retry. It is ignored when headKey is no longer stored.
-func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, st budget.State) error {
-	return s.SaveRetryIn(ctx, DefaultSource, headKey, count, st)
+// SaveRetry stores state, opaque bytes of the caller's encoding (pkg/queue's), as the retry
+// state of a batch in flight (first key headKey, count events), beside those of the other
+// batches in flight; Head and ReadAfter return that batch whole, with state in Batch.Retry.
+// It is ignored when headKey is no longer stored.
+func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, state []byte) error {
+	return s.SaveRetryIn(ctx, DefaultSource, headKey, count, state)
 }
 
 // SaveRetryIn is SaveRetry for a batch of source ("" is DefaultSource).
-func (s *Store) SaveRetryIn(ctx context.Context, source string, headKey []byte, count int, st budget.State) error {
-	return s.submit(ctx, &request{kind: opRetry, source: sourceName(source), keys: [][]byte{headKey}, count: count, info: encodeRetry(st)})
+func (s *Store) SaveRetryIn(ctx context.Context, source string, headKey []byte, count int, state []byte) error {
+	return s.submit(ctx, &request{kind: opRetry, source: sourceName(source), keys: [][]byte{headKey}, count: count, info: state})
 }
 
 // Replay moves dead batches (all when ids is empty) back to the tail of the
@@ -229,17 +229,4 @@ func (s *Store) submit(ctx context.Context, r *request) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// DeleteAll is DeleteIn for the keys of several sources (keys[source], each ascending), in one
-// transaction.
-func (s *Store) DeleteAll(ctx context.Context, sources []string, keys map[string][][]byte) error {
-	if len(sources) == 1 {
-		return s.DeleteIn(ctx, sources[0], keys[sources[0]])
-	}
-	r := &request{kind: opDeleteAll, multi: make([]sourceKeys, 0, len(sources))}
-	for _, src := range sources {
-		r.multi = append(r.multi, sourceKeys{sourceName(src), keys[src]})
-	}
-	return s.submit(ctx, r)
 }

@@ -104,12 +104,18 @@ func (w *writerState) addDropped(reason string, n int64) {
 // *CorruptError when the file cannot be opened or fails its check.
 func Open(dir string, opt Options) (*Store, error) {
 	opt = opt.withDefaults()
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+	if err := datadir.Create(dir); err != nil {
+		return nil, err
 	}
 	lock, err := datadir.Lock(dir)
 	if err != nil {
 		return nil, err
+	}
+	if warning, err := datadir.Check(dir); err != nil {
+		_ = lock.Unlock()
+		return nil, err
+	} else if warning != "" {
+		opt.Logger.Warn(warning)
 	}
 	s := &Store{
 		dir: dir, path: filepath.Join(dir, FileName), opt: opt, log: opt.Logger, lock: lock,

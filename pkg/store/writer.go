@@ -27,15 +27,8 @@ const (
 	opCompact
 	opForget // forget.go
 	opSalt   // forget.go
-	opDeleteAll
 	opPutMeta
 )
-
-// sourceKeys are keys of one source's events (opDeleteAll).
-type sourceKeys struct {
-	source string
-	keys   [][]byte
-}
 
 // request is one unit of work for the writer. Logical failures (errs.ErrQueueFull,
 // errs.ErrTooLarge, errs.ErrNotFound) are detected before the op writes anything, so
@@ -54,8 +47,7 @@ type request struct {
 	delta  format.Counts // fixCounts
 	// srcDelta is fixCounts' correction of each source's counters (Events and Bytes).
 	srcDelta map[string]format.Counts
-	multi    []sourceKeys // deleteAll: the keys of each source
-	n        int          // result: events (append, replay) or batches (purge) affected
+	n        int // result: events (append, replay) or batches (purge) affected
 	err      error
 	done     chan error  // sync requests: receives err
 	cb       func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -16,7 +17,6 @@ const (
 	nextSplit          // send the two halves instead
 	nextWait           // wait, then try the same batch again
 	nextPause          // a failure that spends no budget: pause, then try again
-	nextRestart        // the previous batch's ack failed: pause, then start again from the head
 	nextStop           // the worker must exit (Close's deadline)
 	nextRefused        // our credentials were refused: the gate holds the batch until a probe
 )
@@ -26,17 +26,17 @@ type next struct {
 	kind int
 	path string        // nextWait: PathRateLimit or PathBackoff
 	wait time.Duration // nextWait
-	err  error         // the failure behind nextWait/nextPause/nextRestart
+	err  error         // the failure behind nextWait/nextPause
 }
 
-// attempt makes one attempt of b and routes its outcome. pre, when not nil, is a payload built
-// ahead for it, which the destination owns once passed. leased says that b is carried by the
-// dispatcher of several in flight (inflight.go), not the FIFO loop. Acks of earlier batches may still be
-// committing: after a success only those already committed are settled; any other outcome
-// settles them all first, since it may write b's retry state, dead-letter b or split it.
-func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pre any, leased bool) next {
+// attempt makes one attempt of b, admitted by the gate, tells the gate how it ended, and
+// routes its outcome. pre, when not nil, is a payload built ahead for it, which the
+// destination owns once passed. l is the lease b belongs to.
+func (w *worker) attempt(b *queue.Lease, bud *budget.Budget, first time.Time, pre any, l *lease) next {
+	id := l.seq
 	if w.runCtx.Err() != nil {
-		w.releasePayload(prepared{payload: pre})
+		w.gate.finish(id, nil, 0)
+		w.releasePayload(pre)
 		return next{kind: nextStop}
 	}
 	// Forget (forget.go): no send starts while a forget runs, and a batch read before one goes
@@ -44,62 +44,51 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 	events, ok := w.forgets.beginSend(w.runCtx, b, &pre, w.releasePayload)
 	switch {
 	case !ok:
-		w.releasePayload(prepared{payload: pre})
+		w.gate.finish(id, nil, 0)
+		w.releasePayload(pre)
 		return next{kind: nextStop}
 	case events == nil:
+		w.gate.finish(id, nil, 0)
 		return next{kind: nextDone}
 	}
 	retryCount := bud.Attempts()
 	ctx, cancel := context.WithTimeout(w.runCtx, w.settings().timeout)
 	start := time.Now()
-	o := w.dest.Send(ctx, Batch{Events: events, Source: b.Source, Retry: retryCount, Prepared: pre})
+	o := w.dest.Send(ctx, delivery.Batch{Events: events, Source: b.Source, Retry: retryCount, Prepared: pre})
 	w.forgets.endSend()
 	took := time.Since(start)
 	cancel()
 	if w.runCtx.Err() != nil {
-		ackErr := w.settle()
+		w.gate.finish(id, nil, took)
 		// Close's deadline cut the attempt: not an outcome, and no budget is spent. When the
-		// batch may have reached the destination, the next start counts it as a retry (unless
-		// the batch before it is still queued: then b is not the head).
-		if o.Written && ackErr == nil {
+		// batch may have reached the destination, the next start counts it as a retry.
+		if o.Written {
 			st := bud.State()
 			st.Attempts++
-			if err := w.q.SaveRetry(b, st); err != nil {
+			if err := b.Retry(w.storeCtx(), st); err != nil {
 				w.log.Warn("save retry state", "error", err)
 			}
 		}
 		return next{kind: nextStop}
 	}
 	o = normalized(o)
-	w.observeAttempt(o, took)
-	if o.Class == ClassSuccess {
+	if o.Class == delivery.ClassAborted {
+		w.gate.finish(id, nil, took)
+	} else {
+		w.gate.finish(id, &o, took)
+	}
+	if o.Class == delivery.ClassSuccess {
 		w.resumed()
 	}
-	// A success only adds its ack to those committing; any other outcome may write b's retry
-	// state, dead-letter it or split it, which needs b to be the head: every earlier ack first.
-	var ackErr error
-	if o.Class == ClassSuccess {
-		ackErr = w.settleReady()
-	} else {
-		ackErr = w.settle()
-	}
-	w.recordResult(resultCode(o), o.Class == ClassSuccess)
-	if o.Class == ClassAborted {
-		return orRestart(next{kind: nextPause, err: o.Err}, ackErr)
+	w.recordResult(resultCode(o), o.Class == delivery.ClassSuccess)
+	if o.Class == delivery.ClassAborted {
+		return next{kind: nextPause, err: o.Err}
 	}
 	w.board.count(func(c *Counters) { c.Requests++ })
 
-	t := &tried{b: b, bud: bud, o: o, first: first, leased: leased,
-		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Error: string(o.NetError), Source: b.Source}}
-	var n next
-	if ackErr != nil {
-		// The batch before b is still queued: b's outcome is not routed (no retry state, no
-		// dead letter, no ack); the worker starts again from the head and sends both again.
-		w.log.Warn("the previous batch is not acknowledged; sending again from it", "events", len(b.Events), "code", resultCode(o))
-		n = next{kind: nextRestart, err: ackErr}
-	} else {
-		n = w.route(t)
-	}
+	t := &tried{b: b, bud: bud, o: o, first: first,
+		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Code: resultCode(o), Error: string(o.NetError), Source: b.Source}}
+	n := w.route(t)
 	if w.hooks.OnAttempt != nil {
 		w.hooks.OnAttempt(AttemptInfo{Events: len(b.Events), Code: resultCode(o), Duration: took, Retry: retryCount, Path: pathOf(n)})
 	}
@@ -108,12 +97,11 @@ func (w *worker) attempt(b *queue.Batch, bud *budget.Budget, first time.Time, pr
 
 // tried is one attempt of a batch as route sees it.
 type tried struct {
-	b      *queue.Batch
-	bud    *budget.Budget
-	o      Outcome
-	info   BatchInfo
-	first  time.Time // the batch's first attempt, for its dead letter
-	leased bool      // carried by the dispatcher of several in flight
+	b     *queue.Lease
+	bud   *budget.Budget
+	o     delivery.Outcome
+	info  BatchInfo
+	first time.Time // the batch's first attempt, for its dead letter
 }
 
 // route decides what follows an attempt's outcome.
@@ -121,31 +109,28 @@ func (w *worker) route(t *tried) next {
 	n := len(t.b.Events)
 	split := w.settings().split
 	switch t.o.Class {
-	case ClassSuccess:
-		if t.leased {
-			return w.ackNow(t.b, t.info)
-		}
-		return orRestart(next{kind: nextDone}, w.startAck(t.b, t.info))
-	case ClassRateLimited:
+	case delivery.ClassSuccess:
+		return w.ackNow(t.b, t.info)
+	case delivery.ClassRateLimited:
 		wait, err := t.bud.RateLimited(t.o.RetryAfter)
 		return w.retryOrDead(t, PathRateLimit, wait, err)
-	case ClassRetryable:
+	case delivery.ClassRetryable:
 		wait, err := t.bud.Failed()
 		return w.retryOrDead(t, PathBackoff, wait, err)
-	case ClassTooLarge:
+	case delivery.ClassTooLarge:
 		if split && n > 1 {
 			w.log.Info("batch too large for the destination; splitting", "events", n, "code", resultCode(t.o))
 			return next{kind: nextSplit}
 		}
 		return w.dead(t, fmt.Sprintf("too large: %s", describe(t.o)))
-	case ClassAuthRefused:
+	case delivery.ClassAuthRefused:
 		if w.settings().onAuth != OnAuthFailureDeadLetter {
 			return w.refused(t)
 		}
 		return w.dead(t, fmt.Sprintf("rejected: %s", describe(t.o)))
 	default: // rejected
-		if split && n > 1 && (t.o.Status == 400 || t.o.Status == 422) {
-			w.log.Info("batch rejected; splitting to isolate bad events", "events", n, "status", t.o.Status)
+		if split && n > 1 && t.o.Splittable {
+			w.log.Info("batch rejected; splitting to isolate bad events", "events", n, "code", resultCode(t.o))
 			return next{kind: nextSplit}
 		}
 		return w.dead(t, fmt.Sprintf("rejected: %s", describe(t.o)))
@@ -158,10 +143,10 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 	if spent != nil {
 		return w.dead(t, fmt.Sprintf("%v (last: %s)", spent, describe(t.o)))
 	}
-	if err := w.q.SaveRetry(t.b, t.bud.State()); err != nil {
+	if err := t.b.Retry(w.storeCtx(), t.bud.State()); err != nil {
 		w.log.Warn("save retry state", "error", err)
 	}
-	if path == PathRateLimit && t.leased {
+	if path == PathRateLimit {
 		w.gate.pauseUntil(w.clock.Now().Add(wait)) // a Retry-After holds every batch, not this one alone
 	}
 	w.board.count(func(c *Counters) {
@@ -189,14 +174,6 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 	return next{kind: nextWait, path: path, wait: wait, err: asError(t.o)}
 }
 
-// orRestart is n, or a restart from the head when the previous batch's ack failed.
-func orRestart(n next, ackErr error) next {
-	if ackErr != nil {
-		return next{kind: nextRestart, err: ackErr}
-	}
-	return n
-}
-
 // dead moves a batch to the dead letters with its reason.
 func (w *worker) dead(t *tried, reason string) next {
 	info := t.info
@@ -209,7 +186,7 @@ func (w *worker) dead(t *tried, reason string) next {
 		LastAttempt:  w.clock.Now(),
 		Body:         t.o.Detail,
 	}
-	if err := w.q.DeadLetter(t.b, d); err != nil {
+	if err := t.b.DeadLetter(w.storeCtx(), d); err != nil {
 		w.log.Error("dead-letter a batch; it stays queued", "error", err)
 		return next{kind: nextPause, err: err}
 	}
@@ -251,7 +228,7 @@ func pathOf(n next) string {
 // abortedCode names a failure that kept an attempt from being made.
 func abortedCode(err error) string {
 	var he *HookError
-	var ce *ConfigError
+	var ce *delivery.ConfigError
 	switch {
 	case errors.As(err, &he):
 		return "hook_error"

@@ -3,27 +3,9 @@ package uploader
 import (
 	"errors"
 	"fmt"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"time"
 )
-
-// authProbeInterval is how often the head batch is tried while the destination refuses our
-// credentials: delivery resumes within a minute of a fix the agent was not told about, and a
-// refused key costs the collector one request a minute.
-const authProbeInterval = time.Minute
-
-// authState is the gate's pause on refused credentials (guarded by gate.mu). A 401 or 403
-// says our credentials are wrong, not the events: dead-lettering would move the whole stream
-// into dead letters until the key is fixed. So no new attempt of any batch starts (intake goes
-// on up to the quota), the head lease alone probes once per authProbeInterval (at once after
-// probeNow), spending no budget, and the first success resumes everything.
-type authState struct {
-	on      bool
-	since   time.Time // the refusal that began the pause
-	code    string    // the last refusal ("401", "403", a Kafka error name)
-	key     string    // the configuration key to fix
-	probeAt time.Time // the head batch's next attempt
-	warned  time.Time // the last warn line
-}
 
 // AuthPauseStats describes a pause of delivery on refused credentials (upload.on_auth_failure:
 // pause). The zero value is "not paused".
@@ -36,61 +18,48 @@ type AuthPauseStats struct {
 	Message   string    // who refuses, and what to fix, as the warn log says it (never the credential)
 }
 
-// refuse records a refusal of our credentials: it begins the pause (or goes on with it) and
-// sets the next probe. warn reports whether to log it: at the start of the pause, then at most
-// once per probe period, however many batches in flight were refused together.
+// refuse records a refusal of our credentials in the gate's hold (hold.refuse).
 func (g *gate) refuse(code, key string) (began, warn bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	now := g.clock.Now()
-	began = !g.auth.on
-	if began {
-		g.auth = authState{on: true, since: now}
-	}
-	g.auth.code, g.auth.key = code, key
-	g.auth.probeAt = now.Add(authProbeInterval)
-	warn = began || now.Sub(g.auth.warned) >= authProbeInterval
-	if warn {
-		g.auth.warned = now
-	}
+	began, warn = g.hold.refuse(g.clock.Now(), code, key)
 	g.notifyLocked()
 	return began, warn
 }
 
-// resumeAuth ends the pause after a success: every batch may go again. It returns when the
-// pause had begun, false when there was none.
+// resumeAuth ends the hold on refused credentials after a success: every batch may go again.
+// It returns when the hold had begun, false when there was none.
 func (g *gate) resumeAuth() (since time.Time, was bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.auth.on {
-		return time.Time{}, false
+	since, was = g.hold.resume()
+	if was {
+		g.notifyLocked()
 	}
-	since = g.auth.since
-	g.auth = authState{}
-	g.notifyLocked()
-	return since, true
+	return since, was
 }
 
-// probeNow moves the next probe to now; false when delivery is not paused.
+// probeNow moves the next probe of refused credentials to now; false when delivery is not
+// held on them.
 func (g *gate) probeNow() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.auth.on {
+	if !g.hold.probeNow(g.clock.Now()) {
 		return false
 	}
-	g.auth.probeAt = g.clock.Now()
 	g.notifyLocked()
 	return true
 }
 
-// authStats returns the pause as Stats shows it.
+// authStats returns the hold on refused credentials as Stats shows it.
 func (g *gate) authStats() AuthPauseStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.auth.on {
+	a := g.hold.auth
+	if !a.on {
 		return AuthPauseStats{}
 	}
-	return AuthPauseStats{Paused: true, Since: g.auth.since, Code: g.auth.code, Key: g.auth.key, NextProbe: g.auth.probeAt}
+	return AuthPauseStats{Paused: true, Since: a.since, Code: a.code, Key: a.key, NextProbe: a.probeAt}
 }
 
 // authPause returns the pause as Stats and Flush show it, with its message.
@@ -138,8 +107,8 @@ func (w *worker) resumed() {
 // authKey is the configuration key behind refused credentials: a destination's own (a
 // *ConfigError's Key, as pkg/kafka sets it), else upload.write_key, or upload.headers when
 // only they carry a credential.
-func (w *worker) authKey(o Outcome) string {
-	if ce := (*ConfigError)(nil); errors.As(o.Err, &ce) && ce.Key != "" {
+func (w *worker) authKey(o delivery.Outcome) string {
+	if ce := (*delivery.ConfigError)(nil); errors.As(o.Err, &ce) && ce.Key != "" {
 		return ce.Key
 	}
 	return w.settings().authKey

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"log/slog"
 	"maps"
 	"sync"
@@ -87,6 +88,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	dest := o.destination
 	var hd *httpdest.Destination
 	if dest == nil {
+		warnMissingWriteKey(o.logger, cfg.Upload, o.hook)
 		var err error
 		if hd, err = newHTTPDestination(cfg.Upload, srcs.route, o); err != nil {
 			return nil, err
@@ -133,10 +135,8 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		ackFault: o.ackFault,
 	}
 	c.w.live.Store(newSettings(cfg))
-	c.w.prep, _ = dest.(PreparingDestination)
-	// The gate exists always: it admits every attempt, so that a Reconfigure of
-	// upload.concurrency can move between one and several in flight, and it holds the one
-	// batch of the FIFO loop too while our credentials are refused.
+	c.w.prep, _ = dest.(delivery.PreparingDestination)
+	// The gate admits every attempt, in every mode (gate.go).
 	bound := destinationBound(dest)
 	c.w.oneAtATime = bound == 1
 	c.w.gate = newGate(cfg.Upload, bound, o.clock)

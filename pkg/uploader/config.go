@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/redact"
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
@@ -90,7 +91,7 @@ type UploadConfig struct {
 	CAFile        string            `mapstructure:"ca_file"`        // PEM roots added to the system pool
 	SplitRejected bool              `mapstructure:"split_rejected"` // bisect 400/422, split 413; default true
 	// Concurrency is how many batches may be in flight at once: "auto" (adapt between 1 and
-	// MaxConcurrency from what the destination answers; limiter.go) or a whole number >= 1
+	// MaxConcurrency from what the destination answers; limit.go) or a whole number >= 1
 	// fixing it ("1": strict FIFO delivery, one batch at a time). "" → auto.
 	Concurrency string `mapstructure:"concurrency"`
 	// MaxConcurrency bounds auto's limit. 0 → 32.
@@ -226,7 +227,7 @@ func (c Config) Validate() error {
 		problems = append(problems, errs.KeyErrorf(key, "%s %v: %s", key, v, why))
 	}
 	if u, err := url.Parse(c.Upload.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("upload.endpoint", fmt.Sprintf("%q", c.Upload.Endpoint), "must be an http or https URL")
+		bad("upload.endpoint", fmt.Sprintf("%q", redact.URL(c.Upload.Endpoint)), "must be an http or https URL")
 	}
 	if c.Upload.Format != DefaultFormat {
 		bad("upload.format", fmt.Sprintf("%q", c.Upload.Format), `must be "segment"`)

@@ -8,31 +8,11 @@ import (
 	"github.com/outboxhq/outbox/pkg/httpdest"
 )
 
-// The destination seam is pkg/delivery's, and the HTTP destination's policy pieces are
-// pkg/httpdest's; these aliases keep the names an application of the uploader uses in this
-// package, so it can pass a destination or wrap the classifier without importing either.
+// The destination seam (Destination, Batch, Outcome and its classes) is pkg/delivery's, and
+// an application uses it from there. These names are the HTTP destination's policy pieces
+// (pkg/httpdest) that WithClassifier and WithRequestHook take, so an application can wrap
+// the classifier or sign requests without importing it.
 type (
-	// Destination is where the worker delivers batches (delivery.Destination).
-	Destination = delivery.Destination
-	// BoundedDestination is a destination that takes several batches at once
-	// (delivery.BoundedDestination).
-	BoundedDestination = delivery.BoundedDestination
-	// PreparingDestination is a destination that builds a batch's payload ahead of its first
-	// attempt (delivery.PreparingDestination).
-	PreparingDestination = delivery.PreparingDestination
-	// Batch is one batch as a destination sees it (delivery.Batch).
-	Batch = delivery.Batch
-	// Outcome is what a destination says about one attempt (delivery.Outcome).
-	Outcome = delivery.Outcome
-	// Class is the outcome of one attempt (delivery.Class).
-	Class = delivery.Class
-	// NetErrorClass says whether a failed attempt may have reached the destination
-	// (delivery.NetErrorClass).
-	NetErrorClass = delivery.NetErrorClass
-	// ConfigError is a failure caused by our own configuration before anything was sent
-	// (delivery.ConfigError).
-	ConfigError = delivery.ConfigError
-
 	// ClassifyFunc classifies one HTTP attempt (httpdest.ClassifyFunc); WithClassifier takes one.
 	ClassifyFunc = httpdest.ClassifyFunc
 	// RequestHook is called on every HTTP attempt's request (httpdest.RequestHook);
@@ -42,26 +22,9 @@ type (
 	HookError = httpdest.HookError
 )
 
-// The classes, as delivery names them.
-const (
-	ClassSuccess     = delivery.ClassSuccess
-	ClassRateLimited = delivery.ClassRateLimited
-	ClassRetryable   = delivery.ClassRetryable
-	ClassTooLarge    = delivery.ClassTooLarge
-	ClassRejected    = delivery.ClassRejected
-	ClassAborted     = delivery.ClassAborted
-	ClassAuthRefused = delivery.ClassAuthRefused
-)
-
-// The network error classes, as delivery names them.
-const (
-	NeverSent = delivery.NeverSent
-	MaybeSent = delivery.MaybeSent
-)
-
 // Classify is the HTTP destination's default classifier, httpdest.Classify: wrap it to change
 // part of the policy and pass the result to WithClassifier.
-func Classify(resp *http.Response, err error, now time.Time) Outcome {
+func Classify(resp *http.Response, err error, now time.Time) delivery.Outcome {
 	return httpdest.Classify(resp, err, now)
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -16,7 +17,7 @@ import (
 // other than HTTP (pkg/kafka) is held to, seen from the worker's side.
 type scripted struct {
 	mu       sync.Mutex
-	script   []uploader.Outcome
+	script   []delivery.Outcome
 	retries  []int    // Batch.Retry of every Send
 	accepted [][]byte // events of accepted batches
 	closed   bool
@@ -24,15 +25,15 @@ type scripted struct {
 
 func (d *scripted) Name() string { return "scripted" }
 
-func (d *scripted) Send(_ context.Context, b uploader.Batch) uploader.Outcome {
+func (d *scripted) Send(_ context.Context, b delivery.Batch) delivery.Outcome {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.retries = append(d.retries, b.Retry)
-	o := uploader.Outcome{Class: uploader.ClassSuccess}
+	o := delivery.Outcome{Class: delivery.ClassSuccess}
 	if len(d.script) > 0 {
 		o, d.script = d.script[0], d.script[1:]
 	}
-	if o.Class == uploader.ClassSuccess {
+	if o.Class == delivery.ClassSuccess {
 		for _, e := range b.Events {
 			d.accepted = append(d.accepted, slices.Clone(e))
 		}
@@ -50,22 +51,22 @@ func (d *scripted) Close() error {
 func TestWithDestination_RoutesOutcomesOntoTheBudgetsAndDeadLetters(t *testing.T) {
 	tests := []struct {
 		name       string
-		script     []uploader.Outcome
+		script     []delivery.Outcome
 		wantDead   int    // events dead-lettered
 		wantReason string // in the dead letter's reason
 		wantRetry  []int  // Batch.Retry of each Send
 	}{
 		{name: "a retryable failure with a code is retried with the count, then delivered",
-			script:    []uploader.Outcome{{Class: uploader.ClassRetryable, Code: "NOT_LEADER_FOR_PARTITION"}},
+			script:    []delivery.Outcome{{Class: delivery.ClassRetryable, Code: "NOT_LEADER_FOR_PARTITION"}},
 			wantRetry: []int{0, 1}},
 		{name: "a rate limit with a wait is retried, then delivered",
-			script:    []uploader.Outcome{{Class: uploader.ClassRateLimited, RetryAfter: 1e9, Code: "throttled"}},
+			script:    []delivery.Outcome{{Class: delivery.ClassRateLimited, RetryAfter: 1e9, Code: "throttled"}},
 			wantRetry: []int{0, 1}},
 		{name: "too large splits the batch and delivers both halves",
-			script:    []uploader.Outcome{{Class: uploader.ClassTooLarge, Code: "MESSAGE_TOO_LARGE"}},
+			script:    []delivery.Outcome{{Class: delivery.ClassTooLarge, Code: "MESSAGE_TOO_LARGE"}},
 			wantRetry: []int{0, 0, 0}},
 		{name: "a rejection without a status dead-letters the batch with the destination's error",
-			script: []uploader.Outcome{{Class: uploader.ClassRejected, Code: "TOPIC_AUTHORIZATION_FAILED",
+			script: []delivery.Outcome{{Class: delivery.ClassRejected, Code: "TOPIC_AUTHORIZATION_FAILED",
 				Err: errors.New("TOPIC_AUTHORIZATION_FAILED: not authorized"), Detail: []byte("TOPIC_AUTHORIZATION_FAILED")}},
 			wantDead: 4, wantReason: "TOPIC_AUTHORIZATION_FAILED", wantRetry: []int{0}},
 	}
@@ -144,7 +145,7 @@ func (d *preparing) Release(payload any) {
 	d.released++
 }
 
-func (d *preparing) Send(ctx context.Context, b uploader.Batch) uploader.Outcome {
+func (d *preparing) Send(ctx context.Context, b delivery.Batch) delivery.Outcome {
 	if p, ok := b.Prepared.([]byte); ok {
 		d.mu.Lock()
 		d.sentPrepared++
@@ -163,14 +164,14 @@ func TestWithDestination_APreparingDestinationGetsItsPayloadOnFirstAttemptsOnly(
 	cfg.Upload.Concurrency = "1"
 	// Queue 10 events before the destination starts, so each batch is prepared while the one
 	// before it is sent.
-	held := &scripted{script: []uploader.Outcome{{Class: uploader.ClassRateLimited, RetryAfter: 1 << 62}}}
+	held := &scripted{script: []delivery.Outcome{{Class: delivery.ClassRateLimited, RetryAfter: 1 << 62}}}
 	c := open(t, cfg, uploader.WithDestination(held))
 	enqueue(t, c, 0, 10)
 	if err := c.Close(waitCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	d := &preparing{scripted: scripted{script: []uploader.Outcome{{}, {Class: uploader.ClassRetryable}}}}
-	d.script[0].Class = uploader.ClassSuccess
+	d := &preparing{scripted: scripted{script: []delivery.Outcome{{}, {Class: delivery.ClassRetryable}}}}
+	d.script[0].Class = delivery.ClassSuccess
 	c = open(t, cfg, uploader.WithDestination(d), uploader.WithClock(autoClock()))
 	flushThroughWaits(t, c)
 	if err := c.Close(waitCtx(t)); err != nil {

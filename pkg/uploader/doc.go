@@ -3,12 +3,14 @@
 // to a Segment-compatible collector (pkg/httpdest, built by Open from the upload.* keys), or any
 // Destination passed with WithDestination (pkg/kafka) — retrying through two budgets
 // (pkg/budget) and dead-lettering what cannot be delivered. The Client is the intake and the
-// lifecycle; the worker (worker.go, attempt.go, pipeline.go) is the consumer side; a
-// Destination only sends one batch and says what happened (an Outcome). Destination, Batch,
-// Outcome and the classes are pkg/delivery's, the seam every destination is built on, and this
-// package names them too, as it names the HTTP destination's Classify, ClassifyFunc,
-// IsRetryableStatus, ParseRetryAfter, RequestHook and HookError. The agent (pkg/agent) is this
-// client behind an HTTP intake.
+// lifecycle; the worker (worker.go, dispatch.go, gate.go, attempt.go) is the consumer side; a
+// Destination only sends one batch and says what happened (an Outcome), including what the
+// answer means for delivery control (back-pressure, a Retry-After, refused credentials, a
+// rejection worth splitting): this package never reads an HTTP status. Destination, Batch,
+// Outcome and the classes are pkg/delivery's, the seam every destination is built on; this
+// package names the HTTP destination's Classify, ClassifyFunc, IsRetryableStatus,
+// ParseRetryAfter, RequestHook and HookError, which its HTTP options take. The agent
+// (pkg/agent) is this client behind an HTTP intake.
 //
 // # Using it
 //
@@ -46,54 +48,37 @@
 // One goroutine owns the consumer side. It leases a batch from the head of the queue when the
 // queue holds batch.max_events or batch.max_bytes (measured on the uncompressed body), when the
 // oldest event is batch.interval old, during Flush, or during Close; it never sends an empty
-// body. A batch is delivered whole (acked or dead-lettered, with its retries and splits)
-// before the next is sent:
+// body. Each batch is carried until it is delivered whole (acked or dead-lettered, with its
+// retries and splits):
 //
-//	idle ──due──► lease ──► attempt ──2xx──────────────────────────► ack ─────────────┐
-//	                          │  ├─rate-limited (Retry-After) ──► rate-limit wait ─┐  │
-//	                          │  ├─retryable status / network ───► counted wait ───┤  │
-//	                          │  │        (either budget spent ──► dead letter)    │  │
-//	                          │  ├─413, or 400/422 on >1 event ──► split in half ──┤  │
-//	                          │  ├─401/403 (auth refused) ───────► probe wait ─────┤  │
-//	                          │  └─other rejection ──────────────► dead letter     │  │
-//	                          ◄───────────────────────── next attempt ◄────────────┘  │
-//	idle ◄──── (next batch not due) ◄──── next batch, prepared while this one was sent ┘
+//	due ──► lease ──► prepare ──► gate ──► attempt ──2xx──────────────────────────► ack
+//	                                ▲        │  ├─rate-limited (Retry-After) ──► rate-limit wait ─┐
+//	                                │        │  ├─retryable status / network ───► counted wait ───┤
+//	                                │        │  │        (either budget spent ──► dead letter)    │
+//	                                │        │  ├─413, or a splittable rejection ► split in half ─┤
+//	                                │        │  ├─refused credentials ──────────► probe wait ─────┤
+//	                                │        │  └─other rejection ──────────────► dead letter     │
+//	                                └────────┴──────────────── next attempt ◄─────────────────────┘
 //
-// With upload.concurrency: 1 (or a destination that takes one batch at a time), the worker is
-// pipelined, so that a drain is not the sum of every step's latency. While
-// batch k is in flight, a helper goroutine leases the batch after it (queue.LeaseAfter: what
-// Lease will return once k has left the queue) and encodes and gzips its body; batch k+1 is
-// sent only after k was accepted or left the queue, so deliveries keep FIFO order and one
-// batch at most is in flight (one worker drains the queue, so order is intake order). A 2xx does not wait for its
-// ack: the ack goes to an acker goroutine that commits acks in delivery order, the acks that
-// queued up during a commit together (queue.AckAll: one transaction, one fsync), while the
-// worker sends k+1; at most 8 are outstanding. As soon as an ack commits, the acker counts
-// the batch as delivered, logs it and passes it to OnDelivered, so Stats, metrics and logs
-// follow delivery rather than the next attempt. Before anything else writes to the queue or
-// reads it from the head — a failed attempt's retry state, a dead letter, a split, a lease
-// from the head, going idle, Flush reporting an empty queue, Close returning — every
-// outstanding ack is settled (waited for, so its counters and OnDelivered are done).
-// When an ack fails, that batch is still queued: the worker pauses as on any store error and
-// starts again from the true head, so it and what was sent after it go again (duplicates the
-// collector dedupes by messageId, never a loss). A batch prepared ahead that is not due (a
-// partial tail batch) is dropped, and the worker waits as usual. Close at its deadline
-// cancels the request in flight, settles the acks, drops the prepared batch (it stays on
-// disk, unsent) and returns.
-//
-// # Several batches in flight
-//
-// Otherwise (upload.concurrency auto, the default, or N > 1, with a BoundedDestination such as
-// the HTTP one) the worker dispatches (inflight.go): it leases from the head, then each next
-// full batch after the last one leased, and carries each lease on a goroutine of its own, with
-// its own budget and X-Retry-Count, until it was delivered, dead-lettered or split into halves
-// that were. The gate (gate.go) admits every attempt: a lease's rank among those ready to send
-// must be below the limit (fixed, or auto's limiter.go: slow start, additive increase,
-// multiplicative decrease), one batch probes during an outage (the first ready to, until a
-// success, paced as the one batch of upload.concurrency: 1 would be), no new batch is leased
-// or first sent while a failure is unanswered by a success, and no attempt starts while a
-// usable Retry-After runs. Each accepted batch is acked in its own transaction, in any
-// order; retry states are saved per batch. Close cuts every wait and, at its deadline, every
-// request in flight; what is not delivered stays queued.
+// One dispatcher serves every upload.concurrency (dispatch.go): it leases from the head, then
+// each next full batch after the last one leased, and carries each lease on a goroutine of its
+// own, with its own budget and X-Retry-Count, until it was delivered, dead-lettered or split
+// into halves that were. One batch more than the limit is leased, so that a destination that
+// builds its payload ahead (the HTTP one: the gzipped body) builds the next batch's while the
+// ones before it are in flight. The gate (gate.go) admits every attempt by composing four
+// policies: the hold (hold.go: a usable Retry-After, refused credentials), the breaker
+// (breaker.go: after a failure nothing new starts while an answer is pending; during an
+// outage one probe at a time, paced by its own backoff), the limit (limit.go: fixed, or
+// auto's slow start, additive increase, multiplicative decrease) and the slots (slots.go: a
+// lease's rank among those not waiting must be below the limit). upload.concurrency: 1 (or a
+// destination that takes one batch at a time) is a limit of one with acks in order: only the
+// oldest lease may send, and it holds its place until its ack has committed, so delivery is
+// FIFO. Otherwise each accepted batch is acked in its own transaction, in any order, and a
+// batch waiting out its backoff is overtaken. A failed ack pauses that lease, which sends the
+// batch again (a duplicate the collector dedupes by messageId, never a loss). Retry states
+// are saved per batch. Close cuts every wait and, at its deadline, every request in flight;
+// what is not delivered stays queued. docs/design/delivery.md states each rule with the test
+// that holds it.
 //
 // The HTTP destination (pkg/httpdest has its model) splices the stored events into the Segment
 // body {"batch":[…],"sentAt":…}, gzipped when upload.gzip, built ahead of a batch's first
@@ -130,10 +115,8 @@
 // each attempt, and of the HTTP destination's credentials (httpdest's SetCredentials), which
 // each attempt reads once.
 // An attempt in flight finishes with what it read; a batch's retry budget is set when it is
-// leased; the FIFO loop drops the batch it leased ahead and leases again from the head with the
-// new settings. A change of upload.concurrency between 1 and more moves the worker between the
-// FIFO loop and the dispatcher once the batches in flight have finished (the gate exists for
-// every destination, so both are always at hand). A Reconfigure that changes upload.write_key
+// leased. A change of upload.concurrency changes the gate's limit: the batches in flight
+// finish the attempt they are in and wait for their place before the next. A Reconfigure that changes upload.write_key
 // or upload.headers ends the wait of a pause on refused credentials: the head is probed at once.
 //
 // Every wait (interval, retry, pause) is one budget.Sleep on the injected clock, which Close cuts

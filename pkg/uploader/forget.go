@@ -218,7 +218,7 @@ type forgotten struct {
 // to send: b's, without those of the users forgotten since b was read. When it strips any,
 // pre (a payload built ahead from all of b's events) is released and set to nil. When none is
 // left, it returns no events and counts nothing: b has left the queue.
-func (g *forgetGate) beginSend(ctx context.Context, b *queue.Batch, pre *any, release func(prepared)) ([][]byte, bool) {
+func (g *forgetGate) beginSend(ctx context.Context, b *queue.Lease, pre *any, release func(any)) ([][]byte, bool) {
 	events := b.Events
 	for {
 		g.mu.Lock()
@@ -251,7 +251,7 @@ func (g *forgetGate) beginSend(ctx context.Context, b *queue.Batch, pre *any, re
 		g.mu.Unlock() // a forget began meanwhile: wait for it, then strip again
 	}
 	if len(events) < len(b.Events) && *pre != nil {
-		release(prepared{payload: *pre})
+		release(*pre)
 		*pre = nil
 	}
 	if len(events) == 0 {
@@ -262,7 +262,7 @@ func (g *forgetGate) beginSend(ctx context.Context, b *queue.Batch, pre *any, re
 
 // strip returns b's events without those of the forgets in list that were stored before the
 // forget ran (an event stored after it is a new event of that user, which it did not delete).
-func strip(b *queue.Batch, list []forgotten) [][]byte {
+func strip(b *queue.Lease, list []forgotten) [][]byte {
 	keys, events := b.Keys(), b.Events
 	for _, f := range list {
 		if bytes.Compare(keys[0], f.upto) > 0 {

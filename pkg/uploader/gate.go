@@ -3,7 +3,7 @@ package uploader
 import (
 	"context"
 	"errors"
-	"slices"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"sync"
 	"time"
 
@@ -11,56 +11,46 @@ import (
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
-// gate decides when the batches in flight may make an attempt, with several in flight
-// (upload.concurrency other than 1). A batch may start an attempt when fewer than the limit
-// of the batches leased before it are ready to send (its rank among the leases not waiting
-// out a retry wait is below the limit: when the limit shrinks, the oldest batches go on and
-// the newest wait, unsent and spending nothing, while a batch in its backoff holds up no
-// other), and no usable Retry-After is running: a Retry-After is about this client, so it
-// pauses every new attempt, of every batch, until the latest such deadline. During an outage
-// (limiter.outage) one lease attempts, the first ready to, until a success or until it leaves
-// flight, paced as the one batch of upload.concurrency: 1 would be (limiter.probeAt), so an
-// outage costs what one batch in flight costs. The limit is fixed (upload.concurrency: N) or
-// the limiter's (auto), and never above the destination's own bound. A batch waiting out a
-// backoff of its own sends nothing, so its place goes to the next batch: at most twice the
-// most that may be in flight (upload.concurrency, or upload.max_concurrency under auto) are
-// leased at once, and the waiting ones hold their events in memory meanwhile. While the
-// destination refuses our credentials (authpause.go) the only attempt is the head lease's
-// probe, once per probe period.
+// gate admits every attempt, in every mode, by composing four policies under one lock:
 //
-// With one batch at a time (upload.concurrency: 1) the gate holds no leases: it is only the
-// client-wide pause on refused credentials, which the worker's one batch passes as the head.
+//   - the hold (hold.go): a Retry-After holds every new attempt until it has passed; refused
+//     credentials hold every batch but the head, which probes once per authProbeInterval;
+//   - the breaker (breaker.go): after a failure nothing new starts while an answer is
+//     pending, and during an outage one probe at a time, paced by its own backoff;
+//   - the limit (limit.go): a fixed upload.concurrency, or auto's adaptive one, never above
+//     the destination's own bound;
+//   - the slots (slots.go): the batches in flight, and their rank among those not waiting.
+//
+// An attempt starts when the hold has passed, the breaker allows it and its rank is below
+// the limit; with upload.concurrency: 1 that is a limit of one with acks in order (ranked).
+// A batch waiting out a backoff of its own sends nothing, so its place goes to the next: at
+// most twice the most that may be in flight are leased at once (room).
 type gate struct {
 	mu      sync.Mutex
-	fixed   int             // upload.concurrency as a number; 0 for auto (setFixed changes it)
-	bound   int             // the destination's own bound; 0 for none
-	lim     *limiter        // auto's limit; kept while fixed, so that auto can come back
-	live    []uint64        // sequence numbers of the leases in flight, oldest first
-	waiting map[uint64]bool // leases waiting out a retry wait of their own
-	probe   uint64          // during an outage, the one lease that attempts; 0 for none yet
-	sending int             // leases whose admitted attempt has not ended yet
-	seq     uint64
-	until   time.Time     // no attempt starts before it (Retry-After)
-	auth    authState     // a pause on refused credentials (authpause.go)
+	fixed   int           // upload.concurrency as a number; 0 for auto (setFixed changes it)
+	bound   int           // the destination's own bound; 0 for none
+	auto    *aimdLimit    // auto's limit; kept while fixed, so that auto can come back
+	hold    hold          // Retry-After and refused credentials
+	brk     breaker       // outages
+	slots   slots         // the batches in flight
 	changed chan struct{} // closed and replaced on every change
 	clock   budget.Clock
 }
 
 // lease is one batch in flight under the gate.
 type lease struct {
-	seq   uint64
-	b     *queue.Batch
-	tried bool // an attempt of it was admitted (guarded by the gate's mu)
+	seq uint64
+	b   *queue.Lease
 }
 
 func newGate(cfg UploadConfig, bound int, clock budget.Clock) *gate {
 	return &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock,
-		waiting: map[uint64]bool{}, lim: newLimiter(cfg.MaxConcurrency)}
+		auto: newAIMDLimit(cfg.MaxConcurrency)}
 }
 
-// setFixed changes upload.concurrency (0: auto). Leases in flight above a smaller limit finish
-// the attempt they are in and wait for their rank before the next; switching back to auto
-// resumes its limiter where it was.
+// setFixed changes upload.concurrency (0: auto). Batches in flight above a smaller limit
+// finish the attempt they are in and wait for their rank before the next; switching back to
+// auto resumes its limit where it was.
 func (g *gate) setFixed(fixed int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -68,6 +58,14 @@ func (g *gate) setFixed(fixed int) {
 		g.fixed = fixed
 		g.notifyLocked()
 	}
+}
+
+// limiter is the Limit in force: upload.concurrency as a constant, or auto.
+func (g *gate) limiter() Limit {
+	if g.fixed != 0 {
+		return fixedLimit(g.fixed)
+	}
+	return g.auto
 }
 
 // limit returns how many batches may be in flight now.
@@ -78,10 +76,7 @@ func (g *gate) limit() int {
 }
 
 func (g *gate) limitLocked() int {
-	n := g.fixed
-	if n == 0 {
-		n = g.lim.Limit()
-	}
+	n := g.limiter().Limit()
 	if g.bound > 0 {
 		n = min(n, g.bound)
 	}
@@ -89,68 +84,58 @@ func (g *gate) limitLocked() int {
 }
 
 // room reports whether the dispatcher may lease one more batch: fewer than twice the most that
-// may be in flight are leased, and fewer than the limit are in flight (leased and not waiting
-// out a retry wait of their own). Under auto, no new batch is leased
-// while the last answer was a failure and a batch not waiting out a retry wait may still
-// answer: its success would say the destination is up; without this rule each failure,
-// freeing its place while it waits, would send a fresh batch into what may be an outage.
+// may be in flight are leased, no more than the limit are in flight (leased and not waiting
+// out a retry wait; one more than the limit is leased so that its payload is prepared ahead
+// of its turn), and, after a failure, no batch not waiting may still answer: its answer says
+// whether the destination is up, and without this rule each failure, freeing its place while
+// it waits, would lease a fresh batch into what may be an outage.
 func (g *gate) room() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.fixed == 0 && g.lim.failing() && len(g.live) > len(g.waiting) {
+	if g.brk.state() != "closed" && g.slots.inFlight() > 0 {
 		return false
 	}
 	most := g.fixed
 	if most == 0 {
-		most = g.lim.ceil
+		most = g.auto.ceil
 	}
 	if g.bound > 0 {
 		most = min(most, g.bound)
 	}
-	return len(g.live) < 2*max(most, 1) && len(g.live)-len(g.waiting) < g.limitLocked()
+	return len(g.slots.live) < 2*max(most, 1) && g.slots.inFlight() <= g.limitLocked()
 }
 
 // setWaiting marks l as waiting out a retry wait of its own (or no longer).
 func (g *gate) setWaiting(l *lease, on bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if on {
-		g.waiting[l.seq] = true
-	} else {
-		delete(g.waiting, l.seq)
-	}
+	g.slots.setWaiting(l.seq, on)
 	g.notifyLocked()
 }
 
-// inFlight returns the number of leases in flight: leased and not waiting out a retry wait of
-// their own.
+// inFlight returns the number of batches in flight and not waiting out a retry wait (the one
+// prepared ahead of its turn is not yet in flight).
 func (g *gate) inFlight() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.live) - len(g.waiting)
+	return min(g.slots.inFlight(), g.limitLocked())
 }
 
 // add registers a newly leased batch, the newest in flight.
-func (g *gate) add(b *queue.Batch) *lease {
+func (g *gate) add(b *queue.Lease) *lease {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.seq++
-	g.live = append(g.live, g.seq)
+	id := g.slots.add()
 	g.notifyLocked()
-	return &lease{seq: g.seq, b: b}
+	return &lease{seq: id, b: b}
 }
 
 // remove unregisters a lease that has left flight (delivered, dead-lettered, or given up).
 func (g *gate) remove(l *lease) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if i := slices.Index(g.live, l.seq); i >= 0 {
-		g.live = slices.Delete(g.live, i, i+1)
-	}
-	delete(g.waiting, l.seq)
-	if g.probe == l.seq {
-		g.probe = 0
-	}
+	g.slots.remove(l.seq)
+	g.brk.left(l.seq)
 	g.notifyLocked()
 }
 
@@ -158,22 +143,7 @@ func (g *gate) remove(l *lease) {
 func (g *gate) pauseUntil(t time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if t.After(g.until) {
-		g.until = t
-		g.notifyLocked()
-	}
-}
-
-// observe feeds an attempt's answer to the limiter (auto only).
-func (g *gate) observe(a answer, rtt time.Duration) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.fixed != 0 {
-		return
-	}
-	before := g.lim.Limit()
-	g.lim.observe(a, rtt, len(g.live), g.clock.Now())
-	if g.lim.Limit() != before {
+	if g.hold.retryAfter(t) {
 		g.notifyLocked()
 	}
 }
@@ -183,96 +153,6 @@ func (g *gate) notifyLocked() {
 	g.changed = make(chan struct{})
 }
 
-// verdict is what the gate says of one lease's next attempt.
-type verdict struct {
-	pause    time.Duration // wait this long first (0: none): a Retry-After, a probe's pace
-	path     string        // what the pause is: PathRateLimit, PathAuth or PathBackoff
-	admitted bool          // its rank lets it start (after the pause)
-	refused  bool          // the destination refuses our credentials
-	changed  <-chan struct{}
-}
-
-// state returns the verdict on l's next attempt, with the channel closed at the gate's next
-// change; retry is the live retry settings, which pace an outage's probe. A nil l is the one
-// batch of a worker with one batch at a time.
-func (g *gate) state(l *lease, retry budget.Config) verdict {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.clock.Now()
-	v := verdict{pause: max(g.until.Sub(now), 0), path: PathRateLimit, admitted: true, changed: g.changed}
-	if g.auth.on {
-		v.refused, v.path = true, PathAuth
-		if l != nil && (len(g.live) == 0 || g.live[0] != l.seq) {
-			v.pause, v.admitted = 0, false // only the head probes
-			return v
-		}
-		v.pause = max(v.pause, g.auth.probeAt.Sub(now))
-		return v
-	}
-	if l == nil {
-		return v
-	}
-	if g.fixed == 0 && g.lim.outage() {
-		// One batch probes: the first that is ready to, and then only it until a success or
-		// until it leaves flight, so no ready batch waits for the longest backoff among them;
-		// its attempts are paced as one batch that failed as often as the destination has.
-		if g.probe == 0 && !g.waiting[l.seq] {
-			g.probe = l.seq
-		}
-		v.admitted = g.probe == l.seq
-		if pace := g.lim.probeAt(retry).Sub(now); v.admitted && pace > v.pause {
-			v.pause, v.path = pace, PathBackoff
-		}
-		return v
-	}
-	g.probe = 0
-	if g.heldFirstLocked(l) {
-		v.admitted = false
-		return v
-	}
-	rank := 0
-	for _, s := range g.live {
-		if s == l.seq {
-			break
-		}
-		if !g.waiting[s] {
-			rank++
-		}
-	}
-	v.admitted = rank < g.limitLocked()
-	return v
-}
-
-// heldFirstLocked reports whether l's first attempt must wait: as a new lease waits (room), a
-// batch not yet sent goes, while the last answer failed, only once no attempt is being sent
-// that may say the destination is up, and then alone (begin). So the first round trip of an
-// outage sends no more than what was already on the way, and after it one batch at a time.
-func (g *gate) heldFirstLocked(l *lease) bool {
-	return g.fixed == 0 && !l.tried && g.lim.failing() && g.sending > 0
-}
-
-// begin records that l's admitted attempt is being sent, unless its first attempt must wait
-// after all (another lease's went first since state said yes): then it returns false, and
-// admit waits for the gate's next change (that attempt's end) before asking again.
-func (g *gate) begin(l *lease) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.heldFirstLocked(l) {
-		return false
-	}
-	l.tried = true
-	g.sending++
-	return true
-}
-
-// end records that an attempt begun with begin has ended (its answer observed).
-func (g *gate) end() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.sending--
-	g.notifyLocked()
-}
-
 // next returns the channel closed at the gate's next change.
 func (g *gate) next() <-chan struct{} {
 	g.mu.Lock()
@@ -280,12 +160,93 @@ func (g *gate) next() <-chan struct{} {
 	return g.changed
 }
 
-// admit waits until l may start an attempt (see gate) and, for a lease, records the attempt
-// as being sent (begin; the caller calls gate.end once it has ended). It returns false when
+// verdict is what the gate says of one attempt.
+type verdict struct {
+	pause    time.Duration // wait this long first (0: none): a Retry-After, a probe of refused credentials
+	path     string        // what the pause is: PathRateLimit or PathAuth
+	admitted bool          // the attempt has begun (the caller calls finish once it has ended)
+	refused  bool          // the destination refuses our credentials
+	changed  <-chan struct{}
+}
+
+// tryBegin begins an attempt of id when every policy lets it, and else says what it waits
+// for. (id 0 is no lease: the gate's policies alone, as a test drives them.)
+func (g *gate) tryBegin(id uint64) verdict {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clock.Now()
+	head := id == 0 || g.slots.head(id)
+	wait, path, ok := g.hold.check(now, head)
+	v := verdict{pause: wait, path: path, refused: g.hold.auth.on, changed: g.changed}
+	if !ok || wait > 0 {
+		return v
+	}
+	eligible := id == 0 || g.slots.probeEligible(id)
+	if !g.brk.allow(id, eligible, g.slots.sending) {
+		return v
+	}
+	if id != 0 && !g.ranked(id) {
+		return v
+	}
+	g.slots.begin(id)
+	g.brk.begin(id)
+	v.admitted = true
+	return v
+}
+
+// finish records the end of an attempt begun with tryBegin, what it answered (nil: the
+// request was not made) and how long it took: the breaker and the limit learn from it.
+func (g *gate) finish(id uint64, o *delivery.Outcome, rtt time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sent := g.slots.end(id)
+	now := g.clock.Now()
+	h := healthNone
+	if o != nil {
+		h = healthOf(*o)
+		g.limiter().Observe(sample{answer: answerOf(*o), rtt: rtt, inflight: len(g.slots.live), now: now,
+			sent: sent, latest: g.slots.attempt})
+	}
+	if id != 0 && h != healthNone {
+		g.slots.setFailed(id, h == healthDown)
+	}
+	g.brk.observe(id, h, sent, g.slots.sending)
+	g.notifyLocked()
+}
+
+// ranked reports whether id's place among the batches in flight lets it start. With acks in
+// order (upload.concurrency: 1, or a destination that takes one batch at a time) only the
+// oldest batch may, so a batch waiting out its backoff is overtaken by none. Otherwise its
+// rank among the batches not waiting must be below the limit, except while the breaker is
+// open: its one probe is the limit then, and need not be among the oldest.
+func (g *gate) ranked(id uint64) bool {
+	switch {
+	case g.fixed == 1 || g.bound == 1:
+		return g.slots.head(id)
+	case g.brk.open:
+		return true
+	}
+	return g.slots.rank(id) < g.limitLocked()
+}
+
+// healthOf is what an outcome tells the breaker: a retryable failure may be an outage; any
+// answer of the destination says it is up; a request not made says nothing.
+func healthOf(o delivery.Outcome) health {
+	switch o.Class {
+	case delivery.ClassRetryable:
+		return healthDown
+	case delivery.ClassAborted:
+		return healthNone
+	}
+	return healthUp
+}
+
+// admit waits until an attempt of l may start (see gate) and begins it: the caller calls finish once it has ended. It returns false when
 // the worker must stop: Close's deadline passed, or after Close a pause that ends after it.
 // The waiting spends no retry budget; held is how long l was held because our credentials
 // were refused, which the caller keeps off the batch's budget clocks.
 func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
+	id := l.seq
 	var heldSince time.Time
 	defer func() {
 		if !heldSince.IsZero() {
@@ -293,19 +254,20 @@ func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
 		}
 	}()
 	for {
-		v := w.gate.state(l, w.settings().retry)
+		if w.runCtx.Err() != nil {
+			return 0, false
+		}
+		v := w.gate.tryBegin(id)
 		if v.refused && heldSince.IsZero() {
 			heldSince = w.clock.Now()
 		}
 		switch {
-		case w.runCtx.Err() != nil:
-			return 0, false
+		case v.admitted:
+			return 0, true
 		case v.pause > 0:
 			if !w.pauseWait(v.pause, v.path, v.changed) {
 				return 0, false
 			}
-		case v.admitted && (l == nil || w.gate.begin(l)):
-			return 0, true
 		case v.refused && w.stopping():
 			return 0, false // only the head probes, and Close does not wait for the next probe
 		default:
@@ -319,8 +281,7 @@ func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
 }
 
 // pauseWait waits out a client-wide pause (or until the gate changes): a Retry-After
-// (PathRateLimit), the time to the next probe of refused credentials (PathAuth) or of an
-// outage (PathBackoff). After
+// (PathRateLimit) or the time to the next probe of refused credentials (PathAuth). After
 // Close it waits only when the pause ends before Close's deadline.
 func (w *worker) pauseWait(d time.Duration, path string, changed <-chan struct{}) bool {
 	if w.stopping() {

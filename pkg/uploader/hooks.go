@@ -16,6 +16,7 @@ type BatchInfo struct {
 	Bytes    int    // uncompressed body size
 	Attempts int    // attempts made, the last one included
 	Status   int    // last HTTP status, 0 when the last attempt got none
+	Code     string // the last attempt's result code, as AttemptInfo.Code
 	Error    string // last network error class ("never_sent", "maybe_sent"), if any
 	Source   string // the source the batch's events belong to
 }
@@ -23,7 +24,7 @@ type BatchInfo struct {
 // AttemptInfo describes one upload attempt.
 type AttemptInfo struct {
 	Events   int           // events in the batch
-	Code     string        // HTTP status ("200", "503") or network error class ("never_sent", "maybe_sent")
+	Code     string        // HTTP status ("200", "503"), a destination's own code (Kafka: "ok", "NOT_ENOUGH_REPLICAS") or network error class ("never_sent", "maybe_sent")
 	Duration time.Duration // time from sending to the end of the response
 	Retry    int           // X-Retry-Count sent (0: absent, the batch's first attempt)
 	Path     string        // path the outcome takes: PathNone (delivered or final), PathRateLimit, PathBackoff, PathAuth

@@ -79,53 +79,95 @@ func TestInFlight_AutoRampsUpAgainstASlowCollectorAndDeliversEverythingOnce(t *t
 	}
 }
 
-func TestInFlight_AnOutageFallsToOneBatchInFlight(t *testing.T) {
-	// 40 successes let the limit grow, then every request fails.
-	s := startScript(t, "200x40,503:default")
-	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
-	cfg.Batch.MaxEvents = 2
-	cfg.Retry.MaxRetries = 2 // a batch is dead-lettered after 3 attempts, and the next one goes
-	cnt := newInFlightCounter()
-	c := open(t, cfg, uploader.WithTransport(cnt), uploader.WithClock(autoClock()))
-	enqueue(t, c, 0, 400)
-	ctx := waitCtx(t)
-	if err := s.WaitRequests(ctx, 40); err != nil {
-		t.Fatal(err)
+// outageWatch wraps the real transport and watches an outage: once the first failed answer
+// (a 503) has arrived, it counts the requests begun before it that were still unanswered
+// (those in flight when the outage began) and the most requests begun after it that were open
+// at once, past the first skip of them: an attempt admitted before the failure answered may
+// reach the transport just after it (its body is built first), and it too was in flight.
+type outageWatch struct {
+	rt      http.RoundTripper
+	skip    int
+	mu      sync.Mutex
+	down    bool
+	open    map[int]bool // requests not yet answered, by number
+	seq     int
+	before  int // requests open when the first failure answered, that one included
+	after   int // requests begun since
+	openNow int // of those, open now
+	peak    int // of those, the most open at once
+}
+
+func newOutageWatch(skip int) *outageWatch {
+	return &outageWatch{rt: http.DefaultTransport.(*http.Transport).Clone(), open: map[int]bool{}, skip: skip}
+}
+
+func (o *outageWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	o.mu.Lock()
+	o.seq++
+	id, late := o.seq, o.down
+	o.open[id] = true
+	if late {
+		o.after++
+		late = o.after > o.skip
 	}
-	for c.Stats().Upload.ConcurrencyLimit != 1 {
-		if err := s.WaitRequests(ctx, len(s.Requests())+1); err != nil {
-			t.Fatalf("the limit did not fall to 1 under the outage (it is %d): %v", c.Stats().Upload.ConcurrencyLimit, err)
-		}
+	if late {
+		o.openNow++
+		o.peak = max(o.peak, o.openNow)
 	}
-	if p := cnt.resetPeak(); p < 2 {
-		t.Errorf("at most %d requests were in flight at once before the outage, want the limit to have grown", p)
+	o.mu.Unlock()
+	resp, err := o.rt.RoundTrip(r)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.down && err == nil && resp.StatusCode == http.StatusServiceUnavailable {
+		o.down, o.before = true, len(o.open)
 	}
-	// From here on the outage costs what one batch in flight costs: of the requests begun
-	// since the limit fell, one at a time, each batch's attempts in a row. Those admitted
-	// before it fell (at most max_concurrency) may still begin their requests just after;
-	// they are past once that many more requests have arrived.
-	n := len(s.Requests())
-	if err := s.WaitRequests(ctx, n+uploader.DefaultMaxConcurrency); err != nil {
-		t.Fatal(err)
+	delete(o.open, id)
+	if late {
+		o.openNow--
 	}
-	cnt.resetPeak()
-	if err := s.WaitRequests(ctx, n+64); err != nil {
-		t.Fatal(err)
-	}
-	if p := cnt.resetPeak(); p > 1 {
-		t.Errorf("%d requests begun during the outage were in flight at once, want 1", p)
-	}
-	// The sink records requests as they arrive; the ones in flight when the limit fell arrived
-	// before n, or among the next max_concurrency.
-	first := n + uploader.DefaultMaxConcurrency
-	reqs := s.Requests()[first : n+64]
-	for i := 1; i < len(reqs); i++ {
-		prev, cur := reqs[i-1], reqs[i]
-		pc, _ := prev.RetryCount()
-		if cur.MessageIDs[0] != prev.MessageIDs[0] && pc != cfg.Retry.MaxRetries {
-			t.Fatalf("request %d is of batch %s while batch %s had made %d of its %d attempts: two batches attempted during the outage",
-				first+i, cur.MessageIDs[0], prev.MessageIDs[0], pc+1, cfg.Retry.MaxRetries+1)
-		}
+	return resp, err
+}
+
+func (o *outageWatch) read() (before, after, peak int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.before, o.after, o.peak
+}
+
+// An outage costs the requests already in flight when it began, then one probe at a time, in
+// every mode: a fixed upload.concurrency as under auto. The probe schedule's pacing (one
+// batch's backoff) is held on the fake clock by TestGate_AnOutageCostsTheRequestsInFlightPlusTheProbeSchedule.
+func TestInFlight_AnOutageCostsTheRequestsInFlightThenOneAtATime(t *testing.T) {
+	for _, conc := range []string{"4", uploader.DefaultConcurrency} {
+		t.Run("concurrency "+conc, func(t *testing.T) {
+			// 40 successes let the limit grow, then every request fails.
+			s := startScript(t, "200x40,503:default")
+			cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
+			cfg.Batch.MaxEvents = 2
+			cfg.Upload.Concurrency = conc
+			cfg.Retry.MaxRetries = 2 // a batch is dead-lettered after 3 attempts, and the next one probes
+			most := 4
+			if conc == uploader.DefaultConcurrency {
+				most = uploader.DefaultMaxConcurrency
+			}
+			w := newOutageWatch(most)
+			c := open(t, cfg, uploader.WithTransport(w), uploader.WithClock(autoClock()))
+			enqueue(t, c, 0, 400)
+			ctx := waitCtx(t)
+			if err := s.WaitRequests(ctx, 40+most+64); err != nil {
+				t.Fatal(err)
+			}
+			before, after, peak := w.read()
+			if before < 1 || before > most {
+				t.Errorf("%d requests in flight when the outage began, want 1 to %d", before, most)
+			}
+			if after < most+32 || peak != 1 {
+				t.Errorf("%d requests begun after the first failed answer, at most %d at once; want many, one at a time", after, peak)
+			}
+			if st := c.Stats(); st.Counters.EventsDead == 0 {
+				t.Errorf("no batch dead-lettered: the probes did not spend their budgets")
+			}
+		})
 	}
 }
 

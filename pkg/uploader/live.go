@@ -48,7 +48,6 @@ func credentialKey(u UploadConfig) string {
 // settings returns the current live settings.
 func (w *worker) settings() *settings { return w.live.Load() }
 
-// serial reports whether batches go one at a time (upload.concurrency: 1, or a destination
-// that takes one at a time): the worker then runs its FIFO loop (worker.go) rather than the
-// dispatcher of several in flight (inflight.go).
+// serial reports whether batches go one at a time, in order (upload.concurrency: 1, or a
+// destination that takes one at a time).
 func (w *worker) serial() bool { return w.oneAtATime || w.settings().fixed == 1 }

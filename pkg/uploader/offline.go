@@ -1,6 +1,7 @@
 package uploader
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -47,11 +48,12 @@ type Head struct {
 
 // Head returns the n oldest events and the head batch's retry state.
 func (o *Offline) Head(n int) (Head, error) {
-	b, err := o.q.Lease(n, 1<<30)
+	b, err := o.q.Lease(context.Background(), n, 1<<30)
 	if err != nil || b == nil {
 		return Head{}, err
 	}
-	return Head{Events: b.Events, Attempts: b.Retry.Attempts, Retries: b.Retry.Retries}, nil
+	st := b.RetryState()
+	return Head{Events: b.Events, Attempts: st.Attempts, Retries: st.Retries}, nil
 }
 
 // DeadLetters returns the dead-letter management of the directory.

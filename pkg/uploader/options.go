@@ -1,6 +1,7 @@
 package uploader
 
 import (
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"log/slog"
 	"net/http"
 
@@ -19,7 +20,7 @@ type options struct {
 	classify    ClassifyFunc
 	rand        budget.RandFunc
 	hooks       Hooks
-	destination Destination
+	destination delivery.Destination
 	ackFault    func() error // white-box tests: an error fails an ack group before it reaches the queue
 }
 
@@ -59,4 +60,4 @@ func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
 // dead letters. The HTTP options (WithHTTPClient, WithTransport, WithRequestHook,
 // WithClassifier) and the upload.* keys of the HTTP destination are then not used. The
 // client closes d when it closes, and when Open fails.
-func WithDestination(d Destination) Option { return func(o *options) { o.destination = d } }
+func WithDestination(d delivery.Destination) Option { return func(o *options) { o.destination = d } }

@@ -2,6 +2,7 @@ package uploader
 
 import (
 	"fmt"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"strconv"
 )
 
@@ -9,23 +10,24 @@ import (
 // answers ClassRateLimited without a positive RetryAfter gets the counted path, as an unusable
 // Retry-After does; a retryable failure with neither a status nor a code is a network error
 // that may have reached the destination (maybe_sent); an unknown class is treated as rejected.
-func normalized(o Outcome) Outcome {
-	if o.Class == ClassRateLimited && o.RetryAfter <= 0 {
-		o.Class = ClassRetryable
+func normalized(o delivery.Outcome) delivery.Outcome {
+	if o.Class == delivery.ClassRateLimited && o.RetryAfter <= 0 {
+		o.Class = delivery.ClassRetryable
 	}
-	if o.Class == ClassRetryable && o.Status == 0 && o.NetError == "" && o.Code == "" {
-		o.NetError = MaybeSent
+	if o.Class == delivery.ClassRetryable && o.Status == 0 && o.NetError == "" && o.Code == "" {
+		o.NetError = delivery.MaybeSent
 	}
-	if o.Class < ClassSuccess || o.Class > ClassAuthRefused {
-		o.Class = ClassRejected
+	if o.Class < delivery.ClassSuccess || o.Class > delivery.ClassAuthRefused {
+		o.Class = delivery.ClassRejected
 	}
 	return o
 }
 
 // resultCode is the result's label in metrics, logs and status (AttemptInfo.Code,
-// UploadStats.LastResult): Code when set, else the HTTP status, the network error class, or
-// why nothing was sent ("hook_error", "config_error", "aborted").
-func resultCode(o Outcome) string {
+// UploadStats.LastResult): Code when set, else the HTTP status, the network error class, why
+// nothing was sent ("hook_error", "config_error", "aborted"), or else the class's name
+// ("success", "retryable"…): what the destination said, never a guess.
+func resultCode(o delivery.Outcome) string {
 	switch {
 	case o.Code != "":
 		return o.Code
@@ -33,15 +35,15 @@ func resultCode(o Outcome) string {
 		return strconv.Itoa(o.Status)
 	case o.NetError != "":
 		return string(o.NetError)
-	case o.Class == ClassAborted:
+	case o.Class == delivery.ClassAborted:
 		return abortedCode(o.Err)
 	}
-	return "error"
+	return o.Class.String()
 }
 
 // describe says what the destination or the network answered, for logs and dead-letter
 // reasons.
-func describe(o Outcome) string {
+func describe(o delivery.Outcome) string {
 	switch {
 	case o.Status != 0:
 		return asError(o).Error()
@@ -54,7 +56,7 @@ func describe(o Outcome) string {
 }
 
 // asError is the failure as an error value, for WaitingError.
-func asError(o Outcome) error {
+func asError(o delivery.Outcome) error {
 	if o.Status != 0 {
 		return &StatusError{Status: o.Status, Body: o.Detail}
 	}

@@ -2,6 +2,7 @@ package uploader_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -100,12 +101,12 @@ func TestWorker_Pipelined_CloseDuringAnInFlightBatchLeavesTheUnsentBatchesOnDisk
 		t.Fatal(err)
 	}
 	defer func() { _ = q.Close() }()
-	head, err := q.Lease(10, 1<<20)
+	head, err := q.Lease(context.Background(), 10, 1<<20)
 	if err != nil || head == nil {
 		t.Fatalf("Lease after Close: %v, %v", head, err)
 	}
-	if got := eventIDs(t, head.Events); !slices.Equal(got, ids(2, 2)) || head.Retry.Attempts != 1 {
-		t.Errorf("head batch %v with %d attempts; want the cut batch %v, its written attempt counted", got, head.Retry.Attempts, ids(2, 2))
+	if got := eventIDs(t, head.Events); !slices.Equal(got, ids(2, 2)) || head.RetryState().Attempts != 1 {
+		t.Errorf("head batch %v with %d attempts; want the cut batch %v, its written attempt counted", got, head.RetryState().Attempts, ids(2, 2))
 	}
 	next, _, err := q.LeaseAfter(head, 10, 1<<20)
 	if err != nil || next == nil {

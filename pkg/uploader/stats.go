@@ -31,7 +31,9 @@ type QueueStats struct {
 	// Dropped counts events dropped since Open by reason (DropReasons): "drop_oldest" (evicted
 	// by queue.when_full: drop_oldest), "dead_overflow" (in a dead batch dropped past
 	// dead.max_bytes), "checksum" (a record that failed its CRC-32C; never uploaded),
-	// "suppressed" (an event of a user on the suppress list, dropped at intake).
+	// "suppressed" (an event of a user on the suppress list, dropped at intake), "purged" (in a
+	// dead batch an operator purged), "source_full" (refused at intake: its source's share of
+	// the queue, sources.<name>.max_bytes, was full).
 	Dropped map[string]int64
 	// PendingEvents and PendingBytes are the events (and their normalised bytes) that
 	// EnqueueAsync accepted and whose done has not been called yet: not yet committed.
@@ -42,6 +44,10 @@ type QueueStats struct {
 func DropReasons() []string {
 	return queue.DropReasons()
 }
+
+// DropReasonPurged is the drop reason (a key of Stats.Queue.Dropped) of the events in dead
+// batches that DeadLetters.Purge deleted.
+const DropReasonPurged = queue.DropReasonPurged
 
 // DeadStats describes the dead letters.
 type DeadStats struct {
@@ -144,12 +150,6 @@ func (b *board) read() (workerState, <-chan struct{}, Counters) {
 func (c *Client) Stats() Stats {
 	qs := c.q.Stats()
 	st, _, ctr := c.board.read()
-	if c.w.serial() {
-		st.Limit = 1
-		if st.Busy {
-			st.InFlight = 1
-		}
-	}
 	s := Stats{
 		Upload: UploadStats{
 			Destination:      c.w.dest.Name(),

@@ -3,6 +3,7 @@ package uploader
 import (
 	"context"
 	"errors"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -12,14 +13,14 @@ import (
 )
 
 // worker is the consumer side of the queue: the one goroutine that leases batches from the
-// head, sends them to the destination, waits as the retry budgets say, splits, dead-letters
-// and acks (with several batches in flight it leases and dispatches, and each lease is carried
-// on a goroutine of its own: inflight.go). The Client starts it at Open and stops it at Close; everything else it shares
+// head and dispatches them (dispatch.go); each lease is carried on a goroutine of its own,
+// which sends it to the destination, waits as the retry budgets say, splits, dead-letters and
+// acks. The Client starts it at Open and stops it at Close; everything else it shares
 // with the Client goes through the board (state and counters, for Stats and Flush).
 type worker struct {
 	q     *queue.Queue
-	dest  Destination
-	prep  PreparingDestination // dest, when it builds payloads ahead; else nil
+	dest  delivery.Destination
+	prep  delivery.PreparingDestination // dest, when it builds payloads ahead; else nil
 	clock budget.Clock
 	rand  budget.RandFunc
 	log   *slog.Logger
@@ -36,15 +37,12 @@ type worker struct {
 	flushing  atomic.Int32 // Flush calls in progress: ignore batch.interval
 
 	gate *gate // admits every attempt (gate.go): the batches in flight, client-wide pauses
-	// oneAtATime: the destination takes one batch at a time (no BoundedDestination), so the
-	// FIFO loop runs whatever upload.concurrency says.
+	// oneAtATime: the destination takes one batch at a time (no BoundedDestination).
 	oneAtATime bool
 
 	forgets forgetGate // holds sends while Client.Forget runs (forget.go)
 
-	ackr     *acker        // commits the acks (pipeline.go)
-	acks     []*pendingAck // outstanding acks, oldest first; worker goroutine only
-	ackFault func() error  // options.ackFault
+	ackFault func() error // options.ackFault
 }
 
 // start runs the worker and the forwarding of the queue's arrival signal until stopWith.
@@ -90,95 +88,18 @@ func (w *worker) forwardNotify() {
 	}
 }
 
-// run drives delivery until the worker must exit: the FIFO loop (runSerial) while batches go
-// one at a time, the dispatcher of several in flight (runLeases) otherwise. Each returns, with
-// nothing in flight, when a Reconfigure of upload.concurrency moves the worker to the other.
+// run drives delivery until the worker must exit: it waits until a batch is due, then
+// dispatches from the head (dispatch.go), in every mode: upload.concurrency: 1 is a limit of
+// one with acks in order, not a loop of its own.
 func (w *worker) run() {
 	defer close(w.done)
 	for {
-		run := w.runLeases
-		if w.serial() {
-			run = w.runSerial
-		}
-		if !run() {
+		if !w.waitDue() {
 			return
 		}
-	}
-}
-
-// runSerial waits until a batch is due, leases it from the head, and drains from there (see
-// drain): each batch is delivered (with its retries, splits and dead letters) before the next
-// is sent, while the next one is leased and encoded beside it. It returns false when Close was
-// called and either the queue is empty, a wait would outlast Close's deadline, or that
-// deadline passed; true when batches are to go several at a time from now on.
-func (w *worker) runSerial() bool {
-	w.startAcker()
-	defer w.stopAcker()
-	defer func() { _ = w.settle() }() // an ack failure is logged; the batch stays queued
-	var bud *budget.Budget
-	var budFor budget.Config
-	for {
-		if !w.waitDue() {
-			return false
+		if !w.dispatch() {
+			return
 		}
-		s := w.settings()
-		if !w.serial() {
-			return true
-		}
-		if bud == nil || s.retry != budFor {
-			bud, budFor = budget.New(s.retry, w.clock, w.rand), s.retry
-		}
-		b, err := w.q.Lease(s.batch.MaxEvents, s.leaseBytes)
-		if err != nil {
-			w.log.Error("lease a batch", "error", err)
-			if !w.pause(err) {
-				return false
-			}
-			continue
-		}
-		if b == nil || len(b.Events) == 0 {
-			continue
-		}
-		ok := w.drain(prepared{b: b}, bud, s)
-		err = w.settle()
-		w.board.set(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
-		if !ok || (err != nil && !w.pause(err)) {
-			return false
-		}
-	}
-}
-
-// drain delivers p's batch and goes on with the batches after it while they are due. While a
-// batch is being delivered, the next one is leased (queue.LeaseAfter) and prepared beside it;
-// it is sent only once the batch before it has left the queue (acked, or dead-lettered) or
-// has been accepted with its ack still committing (see settle), so deliveries stay in FIFO
-// order and one batch at most is in flight. drain returns with the last ack possibly
-// outstanding, true to go back to the head (the next batch is not due, the live settings s it
-// began with were replaced, or an ack failed and the queue must be read again from its true
-// head), false when the worker must exit.
-func (w *worker) drain(p prepared, bud *budget.Budget, s *settings) bool {
-	w.board.set(func(s *workerState) { s.Busy = true })
-	for {
-		next := w.startPrefetch(p.b)
-		kind := w.deliver(p, bud)
-		if kind != nextDone {
-			w.discard(next)
-			return kind == nextRestart
-		}
-		n := next.wait()
-		// Every part of p's batch has been sent and has left the queue (or its ack is
-		// committing, which needs only its keys), and the lease after it is done: nothing
-		// reads its events any more (a destination holds none past Send).
-		p.b.Release()
-		if n.err != nil {
-			w.log.Warn("lease the next batch; going back to the head", "error", n.err)
-		}
-		if n.err != nil || w.settings() != s || !w.dueNext(n, s) {
-			// New settings: the next batch is leased again from the head with them.
-			w.releasePayload(n)
-			return true
-		}
-		p = n
 	}
 }
 
@@ -223,59 +144,31 @@ func (w *worker) waitDue() bool {
 	}
 }
 
-// deliver sends p's batch until it and every part of it split off have left the queue (acked
-// or dead-lettered; the last ack may still be committing): nextDone, or nextRestart (an ack
-// failed: go back to the head) or nextStop (the worker must exit, leaving the rest on disk).
-// Its payload built ahead, if any, serves its first attempt.
-func (w *worker) deliver(p prepared, bud *budget.Budget) int {
-	work := []*queue.Batch{p.b}
-	pre := p.payload
-	for len(work) > 0 {
-		cur := work[0]
-		bud.Restore(cur.Retry)
-		w.board.set(func(s *workerState) { s.Attempt = bud.Attempts() })
-		parts, kind := w.attemptUntilDone(cur, bud, pre, nil)
-		pre = nil
-		bud.Reset()
-		if kind != nextDone {
-			return kind
-		}
-		work = append(parts, work[1:]...)
-	}
-	return nextDone
-}
-
-// attemptUntilDone sends one batch, waiting between attempts as its budget says, until it
-// leaves the queue (nil parts) or is split (its two halves, to be sent in order). pre, when not
-// nil, is a payload built ahead for the first attempt. Every attempt first passes the gate;
-// l, with several batches in flight, is the lease b belongs to (nil: the one batch).
-func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l *lease) (parts []*queue.Batch, kind int) {
+// attemptUntilDone sends one batch of lease l, waiting between attempts as its budget says,
+// until it leaves the queue (nil parts) or is split (its two halves, to be sent in order).
+// pre, when not nil, is a payload built ahead for the first attempt. Every attempt first
+// passes the gate.
+func (w *worker) attemptUntilDone(b *queue.Lease, bud *budget.Budget, pre any, l *lease) (parts []*queue.Lease, kind int) {
 	first := w.clock.Now()
 	for {
 		held, ok := w.admit(l)
 		if !ok {
+			w.releasePayload(pre)
 			return nil, nextStop
 		}
 		bud.Postpone(held) // time held on refused credentials is not the batch's failure
-		next := w.attempt(b, bud, first, pre, l != nil)
-		if l != nil {
-			w.gate.end()
-		}
+		next := w.attempt(b, bud, first, pre, l)
 		pre = nil
 		switch next.kind {
 		case nextDone:
 			return nil, nextDone
 		case nextSplit:
 			h1, h2 := b.Split()
-			return []*queue.Batch{h1, h2}, nextDone
+			return []*queue.Lease{h1, h2}, nextDone
 		case nextWait:
-			if l != nil {
-				w.gate.setWaiting(l, true) // the other batches go on meanwhile
-			}
+			w.gate.setWaiting(l, true) // the other batches go on meanwhile
 			ok := w.retryWait(next)
-			if l != nil {
-				w.gate.setWaiting(l, false)
-			}
+			w.gate.setWaiting(l, false)
 			if !ok {
 				return nil, nextStop
 			}
@@ -283,11 +176,6 @@ func (w *worker) attemptUntilDone(b *queue.Batch, bud *budget.Budget, pre any, l
 			if !w.pause(next.err) {
 				return nil, nextStop
 			}
-		case nextRestart:
-			if !w.pause(next.err) {
-				return nil, nextStop
-			}
-			return nil, nextRestart
 		case nextRefused: // the gate holds the next attempt until a probe is due
 		case nextStop:
 			return nil, nextStop
@@ -339,6 +227,12 @@ func (w *worker) retryWait(n next) bool {
 	}
 	return w.runCtx.Err() == nil
 }
+
+// storeCtx is the context of the worker's writes to the queue (an ack, a dead letter, a retry
+// state): the worker's own, without its cancellation at Close's deadline, so that a batch the
+// destination accepted just before it still leaves the queue (the store's writer bounds the
+// commit on its own; Close waits for it).
+func (w *worker) storeCtx() context.Context { return context.WithoutCancel(w.runCtx) }
 
 // stopping reports whether Close was called.
 func (w *worker) stopping() bool {

@@ -106,6 +106,9 @@ func RecoverWith(dir string, opt RecoverOptions) (Report, error) {
 		return rep, err
 	}
 	defer func() { _ = lock.Unlock() }()
+	if _, err := datadir.Check(dir); err != nil {
+		return rep, err
+	}
 	path := filepath.Join(dir, datadir.FileName)
 	data, err := os.ReadFile(path)
 	if err != nil {

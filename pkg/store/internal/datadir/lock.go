@@ -20,7 +20,10 @@ type DirLock struct{ f *os.File }
 // Lock takes the directory lock at once or fails with errs.ErrLocked.
 func Lock(dir string) (*DirLock, error) {
 	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, os.ErrPermission) {
+		return nil, permissionError(path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
@@ -32,7 +35,7 @@ func Lock(dir string) (*DirLock, error) {
 			if _, perr := strconv.Atoi(pid); perr != nil {
 				pid = "unknown"
 			}
-			return nil, fmt.Errorf("data directory %s is in use by another outbox process (pid %s); stop it or pass --data-dir: %w", dir, pid, errs.ErrLocked)
+			return nil, fmt.Errorf("data directory %s is in use by another outbox process (pid %s); stop it or use another data directory: %w", dir, pid, errs.ErrLocked)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

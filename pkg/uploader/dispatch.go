@@ -1,38 +1,17 @@
 package uploader
 
 import (
-	"context"
-	"errors"
-	"net"
-	"time"
-
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
 // destinationBound is how many batches dest may take at once: 0 for no bound of its own.
-func destinationBound(dest Destination) int {
-	if b, ok := dest.(BoundedDestination); ok {
+func destinationBound(dest delivery.Destination) int {
+	if b, ok := dest.(delivery.BoundedDestination); ok {
 		return max(b.MaxInFlight(), 0)
 	}
 	return 1
-}
-
-// runLeases is the worker's loop with several batches in flight (the gate is set): it waits
-// until a batch is due, then dispatches from the head. It returns false when the worker must
-// exit, true (with nothing in flight) when batches are to go one at a time from now on.
-func (w *worker) runLeases() bool {
-	for {
-		if !w.waitDue() {
-			return false
-		}
-		if w.serial() {
-			return true
-		}
-		if !w.dispatch() {
-			return false
-		}
-	}
 }
 
 // dispatch leases batch after batch from the head (each the one after the last leased, so a
@@ -48,11 +27,11 @@ func (w *worker) dispatch() bool {
 	defer w.board.set(func(s *workerState) { s.Busy = false; s.Attempt = 0 })
 	type result struct{ kind, events, bytes int }
 	results := make(chan result, 1024) // more than upload.max_concurrency allows in flight
-	var last *queue.Batch
+	var last *queue.Lease
 	var held leased
 	stop := false
 	for {
-		for !stop && !w.serial() && w.gate.room() && w.runCtx.Err() == nil {
+		for !stop && w.gate.room() && w.runCtx.Err() == nil {
 			b, ok := w.leaseNext(last, held)
 			if !ok {
 				break
@@ -103,7 +82,7 @@ func (h *leased) remove(events, bytes int) {
 // knows batch.interval, once nothing is in flight). Whether a full batch follows those held
 // is first judged from the queue's counters in memory, so that the wake-up of every Enqueue
 // does not cost a read of the batch after them while intake is slower than delivery.
-func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) {
+func (w *worker) leaseNext(last *queue.Lease, held leased) (*queue.Lease, bool) {
 	s := w.settings()
 	if last != nil && !w.stopping() && w.flushing.Load() == 0 {
 		events, bytes, _ := w.q.Pending()
@@ -112,7 +91,7 @@ func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) 
 		}
 	}
 	if last == nil {
-		b, err := w.q.Lease(s.batch.MaxEvents, s.leaseBytes)
+		b, err := w.q.Lease(w.runCtx, s.batch.MaxEvents, s.leaseBytes)
 		if err != nil {
 			w.log.Error("lease a batch", "error", err)
 			return nil, false
@@ -124,7 +103,7 @@ func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) 
 		w.log.Warn("lease the next batch", "error", err)
 		return nil, false
 	}
-	if !w.dueNext(prepared{b: b, more: more}, s) {
+	if !w.dueNext(b, more, s) {
 		b.Release()
 		return nil, false
 	}
@@ -133,15 +112,23 @@ func (w *worker) leaseNext(last *queue.Batch, held leased) (*queue.Batch, bool) 
 
 // carry delivers one lease with its own budget (restored from its saved retry state) until it
 // and every half split off it have left the queue, or the worker must stop. Every attempt
-// first passes the gate.
+// first passes the gate. A destination that builds its payload ahead (PreparingDestination)
+// builds it here, while the batches before this one are in flight: with a limit of one, the
+// next batch's body is ready when the one before it has been acked.
 func (w *worker) carry(l *lease) int {
 	defer w.gate.remove(l)
 	bud := budget.New(w.settings().retry, w.clock, w.rand)
-	work := []*queue.Batch{l.b}
+	var pre any
+	work := []*queue.Lease{l.b}
 	for len(work) > 0 {
 		cur := work[0]
-		bud.Restore(cur.Retry)
-		parts, kind := w.attemptUntilDone(cur, bud, nil, l)
+		bud.Restore(cur.RetryState())
+		if cur == l.b && w.prep != nil && bud.Attempts() == 0 {
+			pre = w.prep.Prepare(cur.Events) // a batch's first attempt only: a retry builds anew
+		}
+		w.board.set(func(s *workerState) { s.Attempt = bud.Attempts() })
+		parts, kind := w.attemptUntilDone(cur, bud, pre, l)
+		pre = nil
 		bud.Reset()
 		if kind != nextDone {
 			return nextStop
@@ -153,39 +140,24 @@ func (w *worker) carry(l *lease) int {
 }
 
 // ackNow acknowledges a delivered batch in its own transaction (concurrent acks share the
-// store's group commit) and books it.
-func (w *worker) ackNow(b *queue.Batch, info BatchInfo) next {
-	if err := w.q.Ack(b); err != nil {
+// store's group commit) and books it. The lease holds its slot until then, so with a limit
+// of one the next batch starts only once this one has left the queue: acks in order. A
+// failed ack pauses the lease, which sends the batch again (a duplicate the collector
+// dedupes by messageId, never a loss).
+func (w *worker) ackNow(b *queue.Lease, info BatchInfo) next {
+	var err error
+	if w.ackFault != nil {
+		err = w.ackFault()
+	}
+	if err == nil {
+		err = b.Ack(w.storeCtx())
+	}
+	if err != nil {
 		w.log.Error("ack a delivered batch; it will be sent again", "events", info.Events, "error", err)
 		return next{kind: nextPause, err: err}
 	}
 	w.delivered(info)
 	return next{kind: nextDone}
-}
-
-// observeAttempt tells the gate what an attempt answered and, for a usable Retry-After, pauses
-// every new attempt until it has passed.
-func (w *worker) observeAttempt(o Outcome, took time.Duration) {
-	if w.serial() {
-		return
-	}
-	w.gate.observe(answerOf(o), took)
-}
-
-// answerOf is what an outcome tells the limiter about the destination's capacity.
-func answerOf(o Outcome) answer {
-	switch o.Class {
-	case ClassSuccess:
-		return answerGood
-	case ClassRateLimited:
-		return answerRetryAfter
-	case ClassRetryable:
-		if o.Status == 429 || isTimeout(o.Err) {
-			return answerBackPressure
-		}
-		return answerFailed
-	}
-	return answerNeutral
 }
 
 // publishInFlight updates the in-flight gauges on the board.
@@ -194,11 +166,35 @@ func (w *worker) publishInFlight() {
 	w.board.set(func(s *workerState) { s.InFlight, s.Limit = n, lim })
 }
 
-// isTimeout reports whether an attempt's error is a timeout (upload.timeout, or the network's).
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
+// releasePayload returns a payload built ahead (nil: none) to the destination, when it will
+// not be sent.
+func (w *worker) releasePayload(payload any) {
+	if payload != nil && w.prep != nil {
+		w.prep.Release(payload)
 	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// dueNext reports whether b, leased after the batches in flight (more: at least one event
+// followed it), may be sent at once: it is what waitDue would decide had the worker gone back
+// to the head (the queue held batch.max_events or batch.max_bytes after them, a Flush, or
+// Close). A smaller tail batch goes back through waitDue, which knows the interval.
+func (w *worker) dueNext(b *queue.Lease, more bool, s *settings) bool {
+	if b == nil || len(b.Events) == 0 {
+		return false
+	}
+	return more || len(b.Events) >= s.batch.MaxEvents || b.Bytes >= s.leaseBytes ||
+		w.stopping() || w.flushing.Load() > 0
+}
+
+// delivered books a batch whose ack has committed: counters, the info log line and
+// OnDelivered.
+func (w *worker) delivered(info BatchInfo) {
+	w.board.count(func(c *Counters) {
+		c.EventsUploaded += int64(info.Events)
+		c.BatchesUploaded++
+	})
+	w.log.Info("batch delivered", "events", info.Events, "bytes", info.Bytes, "attempts", info.Attempts, "code", info.Code)
+	if w.hooks.OnDelivered != nil {
+		w.hooks.OnDelivered(info)
+	}
 }
