@@ -31,8 +31,8 @@ func newForgetCommand(a *app) *cobra.Command {
 --user-id, their anonymousId with --anonymous-id; both repeat), in one transaction, for a
 user who asked to be forgotten: events already uploaded are the collector's to delete.
 Batches being sent when the command runs are waited for; once it returns, none of these
-events is sent. It prints how many events it removed, per source of events (today one,
-"default"), and the agent (or, offline, this command) logs an audit line that names no user:
+events is sent. It prints how many events it removed, per source of events that lost any
+("default" when none did), and the agent (or, offline, this command) logs an audit line that names no user:
 a keyed hash of each id.
 
 --suppress also adds the ids to privacy.suppress_file: later events of those users are dropped

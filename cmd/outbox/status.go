@@ -32,6 +32,8 @@ func newStatusCommand(a *app) *cobra.Command {
   delivery      shown only when paused: the collector refuses our credentials, and what to fix
   store         size of the queue file on disk and the fsync policy
   last reload   when the configuration was last reloaded and the result (see 'outbox reload')
+  source NAME   with several sources, one row each: queued events and bytes, the oldest's age,
+                dead letters and the last delivery (a relay source is named relay-<hash>, never its key)
 --json prints the agent's JSON unchanged, for scripts.`,
 		Example: `  outbox status
   outbox status --json | jq .queue.events
@@ -114,7 +116,26 @@ func printStatus(w io.Writer, st *agent.Status, base string) error {
 	if st.Reload != nil {
 		row("last reload", reloadSummary(st.Reload))
 	}
+	for _, src := range st.Sources {
+		row("source "+src.Name, sourceLine(src))
+	}
 	return tw.Flush()
+}
+
+// sourceLine describes one source's row of `outbox status`.
+func sourceLine(s agent.SourceStatus) string {
+	line := fmt.Sprintf("%d events, %s", s.Events, humanBytes(s.Bytes))
+	if s.Events > 0 {
+		line += fmt.Sprintf(", oldest %s old", (time.Duration(s.OldestAge * float64(time.Second))).Round(time.Second))
+	}
+	if s.DeadBatches > 0 {
+		line += fmt.Sprintf("; %d dead batches (%d events)", s.DeadBatches, s.DeadEvents)
+	}
+	line += "; last success " + orDash(clock(s.LastSuccess))
+	if s.Relay {
+		line += " (relay)"
+	}
+	return line
 }
 
 // retryLine describes the worker's retry state in words.

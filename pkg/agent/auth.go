@@ -36,7 +36,7 @@ func newAuthenticator(cfg Config) *authenticator {
 // set replaces the accepted credentials with cfg's ingest.write_keys and ingest.token.
 func (a *authenticator) set(cfg Config) {
 	c := &credentials{}
-	for _, k := range cfg.WriteKeys {
+	for _, k := range cfg.credentialKeys() {
 		c.writeKeys = append(c.writeKeys, []byte(k))
 	}
 	if cfg.Token != "" {

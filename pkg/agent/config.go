@@ -73,6 +73,9 @@ type Config struct {
 	// the outbox_queue_max_bytes gauge (for a "queue near full" alert) and the status page
 	// shows the queue's fill against it. 0 → neither.
 	QueueMaxBytes int64
+	// Sources is how ingest write keys select sources (sources.go). Zero → every event goes to
+	// the default source, as with one source.
+	Sources SourcesConfig
 	// Clock paces the status page's per-second sampler. nil → the system clock; tests pass
 	// a fake one to step it.
 	Clock budget.Clock
@@ -156,6 +159,9 @@ func (c Config) Validate() error {
 	} else if err := c.TLS.validate(); err != nil {
 		return err
 	}
+	if err := c.validateSources(host); err != nil {
+		return err
+	}
 	if !c.hasAuth() && !c.AllowUnauthenticated && !isLoopback(host) {
 		return errs.KeyErrorf("ingest.listen", "%w: ingest.listen %q is not a loopback address and neither ingest.write_keys, "+
 			"ingest.token nor ingest.tls.client_ca_file (mTLS) is set; set one of them, listen on 127.0.0.1, or set "+
@@ -176,7 +182,9 @@ func checkToken(key, tok string) error {
 
 // hasAuth reports whether any credential is configured; a required client certificate
 // (mTLS) is one.
-func (c Config) hasAuth() bool { return len(c.WriteKeys) > 0 || c.Token != "" || c.TLS.mutual() }
+func (c Config) hasAuth() bool {
+	return len(c.WriteKeys) > 0 || c.Token != "" || c.TLS.mutual() || (len(c.Sources.Keys) > 0 && !c.Sources.Relay)
+}
 
 // isLoopback reports whether host names only the loopback interface. An empty host (":8089")
 // binds every interface and is not loopback; names other than "localhost" are not resolved

@@ -22,8 +22,8 @@ type ForgetRequest struct {
 	Unsuppress   bool     `json:"unsuppress,omitempty"`
 }
 
-// ForgetResult is the answer of POST /v1/forget: the events deleted, per source of events
-// (one, "default", until the agent has several) and in all. It names no user.
+// ForgetResult is the answer of POST /v1/forget: the events deleted, per source that lost
+// any ("default" alone when none did) and in all. It names no user.
 type ForgetResult struct {
 	Sources      []ForgetSource `json:"sources"`
 	Queued       int            `json:"queued"`       // events deleted from the queue, all sources

@@ -77,6 +77,10 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, single bool, pars
 		unauthorized(w, c)
 		return
 	}
+	source, ok := a.selectSource(w, r, body.Bytes())
+	if !ok {
+		return
+	}
 	events, suppressed, err := parse(body.Bytes())
 	if err != nil {
 		var ee *event.Error
@@ -92,7 +96,7 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, single bool, pars
 		writeSuccess(w)
 		return
 	}
-	if err := a.client.EnqueueNormalized(r.Context(), events...); err != nil {
+	if err := a.client.EnqueueNormalizedIn(r.Context(), source, events...); err != nil {
 		a.enqueueFailed(w, r, err)
 		return
 	}
@@ -109,6 +113,8 @@ func (a *Agent) enqueueFailed(w http.ResponseWriter, r *http.Request, err error)
 		// Permanent: no Retry-After, and the queue is not full for anyone else.
 		writeError(w, http.StatusRequestEntityTooLarge,
 			"the request's events exceed queue.max_bytes and can never be queued; send fewer or smaller events, or raise queue.max_bytes")
+	case errors.Is(err, errs.ErrSourceFull):
+		sourceFull(w, err)
 	case errors.Is(err, errs.ErrQueueFull):
 		a.full.set(a.client.Stats().Queue.Bytes)
 		writeUnavailable(w, "queue is full (queue.max_bytes reached); retry later")

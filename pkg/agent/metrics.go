@@ -37,6 +37,7 @@ type Metrics struct {
 	ingest         *prometheus.CounterVec
 	commitDuration prometheus.Histogram
 	reloads        *prometheus.CounterVec // outbox_config_reloads_total (reload.go)
+	sourcesRefused prometheus.Counter     // outbox_sources_refused_total (sources.go)
 	authRefused    *prometheus.CounterVec // outbox_ingest_auth_refused_total (refusals.go)
 
 	source atomic.Pointer[func() gaugeValues] // gauge source, set by New
@@ -52,6 +53,7 @@ type gaugeValues struct {
 	lastSuccess                 time.Time // zero when no upload has succeeded yet
 	inFlight, limit             float64   // batches in flight, and the limit on them
 	authPaused                  float64   // 1 while delivery is paused on refused credentials
+	sources                     []uploader.SourceStats
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil → a new registry). It fails
@@ -74,7 +76,7 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		enqueued:       counter("events_enqueued_total", "Events accepted and made durable through ingest."),
 		uploaded:       counter("events_uploaded_total", "Events the collector accepted."),
 		dead:           counter("events_dead_total", "Events moved to the dead-letter bucket."),
-		dropped:        counterVec("events_dropped_total", "Events dropped, by reason (drop_oldest, dead_overflow, checksum, purged).", "reason"),
+		dropped:        counterVec("events_dropped_total", "Events dropped, by reason (drop_oldest, dead_overflow, checksum, suppressed, purged, source_full).", "reason"),
 		uploadRequests: counterVec("upload_requests_total", "Upload attempts, by HTTP status or network error class.", "code"),
 		uploadDuration: histogram("upload_duration_seconds", "Duration of one upload attempt.",
 			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}),
@@ -102,6 +104,9 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		}
 	}
 	if err := m.registerReloads(); err != nil {
+		return nil, err
+	}
+	if err := m.registerSources(); err != nil {
 		return nil, err
 	}
 	if err := m.registerRefusals(); err != nil {

@@ -143,7 +143,7 @@ func TestMetrics_CountWhatHappened(t *testing.T) {
 func TestMetrics_DroppedSeriesExistAtZeroBeforeTheFirstDrop(t *testing.T) {
 	h := start(t, setup{})
 	mfs := h.scrape()
-	for _, reason := range []string{"drop_oldest", "dead_overflow", "checksum", "suppressed", "purged"} {
+	for _, reason := range []string{"drop_oldest", "dead_overflow", "checksum", "suppressed", "purged", "source_full"} {
 		if got, ok := value(mfs, "outbox_events_dropped_total", map[string]string{"reason": reason}); !ok || got != 0 {
 			t.Errorf("outbox_events_dropped_total{reason=%q} = %v (present %v), want 0 before any drop", reason, got, ok)
 		}

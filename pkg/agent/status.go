@@ -25,6 +25,9 @@ type Status struct {
 	Version     string `json:"version"`
 	// Reload is the last configuration reload (reload.go); absent before the first.
 	Reload *ReloadStatus `json:"reload,omitempty"`
+	// Sources are each source's queued and dead events and last delivery (sources.go);
+	// absent with one source.
+	Sources []SourceStatus `json:"sources,omitempty"`
 }
 
 // QueueStatus describes the events waiting for upload.
@@ -87,8 +90,10 @@ type StoreStatus struct {
 
 // handleStatus serves GET /v1/status.
 func (a *Agent) handleStatus(w http.ResponseWriter, _ *http.Request) {
-	st := statusFromStats(a.client.Stats())
+	stats := a.client.Stats()
+	st := statusFromStats(stats)
 	st.Reload = a.lastReload()
+	st.Sources = a.sourceRows(stats.Sources)
 	writeJSON(w, http.StatusOK, st)
 }
 
@@ -140,6 +145,7 @@ func gaugesFromStats(s uploader.Stats) gaugeValues {
 		inFlight:      float64(s.Upload.InFlight),
 		authPaused:    boolGauge(s.AuthPause.Paused),
 		limit:         float64(s.Upload.ConcurrencyLimit),
+		sources:       s.Sources,
 	}
 }
 

@@ -64,8 +64,8 @@ func envName(key string) string {
 // value, and is the user's to fix before anything runs (the binary exits 2 on it).
 func Load(in Input) (*Loaded, error) {
 	lc := &Loaded{Config: Default(), Sources: make(map[string]Source, len(keys))}
-	for i := range keys {
-		lc.Sources[keys[i].key] = Source{Kind: "default"}
+	for _, b := range boundKeys(&lc.Config) {
+		lc.Sources[b.key] = Source{Kind: "default"}
 	}
 	if err := lc.readFile(in.File); err != nil {
 		return nil, err
@@ -76,19 +76,24 @@ func Load(in Input) (*Loaded, error) {
 	if err := lc.readFlags(in.Flags); err != nil {
 		return nil, err
 	}
+	for _, b := range boundKeys(&lc.Config) { // a named section's keys left unset
+		if _, ok := lc.Sources[b.key]; !ok {
+			lc.Sources[b.key] = Source{Kind: "default"}
+		}
+	}
 	if err := lc.validate(); err != nil {
 		return nil, err
 	}
 	return lc, nil
 }
 
-// set parses raw for key d and stores it, recording src.
-func (lc *Loaded) set(d *keyDef, raw any, src Source) error {
-	v, err := parseValue(d, raw)
+// set parses raw for key b and stores it, recording src.
+func (lc *Loaded) set(b boundKey, raw any, src Source) error {
+	v, err := parseValue(b.d, raw)
 	if err != nil {
-		return keyError(d.key, src, err)
+		return keyError(b.key, src, err)
 	}
-	switch p := d.field(&lc.Config).(type) {
+	switch p := b.ptr(&lc.Config).(type) {
 	case *string:
 		*p = v.(string)
 	case *bool:
@@ -104,7 +109,7 @@ func (lc *Loaded) set(d *keyDef, raw any, src Source) error {
 	case *map[string]string:
 		*p = v.(map[string]string)
 	}
-	lc.Sources[d.key] = src
+	lc.Sources[b.key] = src
 	return nil
 }
 
@@ -133,7 +138,7 @@ func (lc *Loaded) readFile(path string) error {
 	src := Source{Kind: "file", Name: path}
 	var unknown []string
 	for _, k := range v.AllKeys() {
-		if lookupKey(k) == nil && !strings.HasPrefix(k, "upload.headers.") {
+		if lookupKey(k) == nil && !strings.HasPrefix(k, "upload.headers.") && !namedMapKey(k) {
 			unknown = append(unknown, k)
 		}
 	}
@@ -143,11 +148,20 @@ func (lc *Loaded) readFile(path string) error {
 	}
 	for i := range keys {
 		d := &keys[i]
-		if !v.IsSet(d.key) {
-			continue
+		bound := []boundKey{{d: d, key: d.key}}
+		if d.named != nil {
+			bound = bound[:0]
+			for _, n := range fileNames(d, v.AllKeys()) {
+				bound = append(bound, d.bind(n))
+			}
 		}
-		if err := lc.set(d, v.Get(d.key), src); err != nil {
-			return err
+		for _, b := range bound {
+			if !v.IsSet(b.key) {
+				continue
+			}
+			if err := lc.set(b, v.Get(b.key), src); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -165,12 +179,15 @@ func (lc *Loaded) readEnv(environ []string) error {
 		if !strings.HasPrefix(name, envPrefix) || value == "" {
 			continue // an empty variable counts as unset
 		}
-		d := byEnv[name]
-		if d == nil {
+		b, ok := lookupEnv(name)
+		if d := byEnv[name]; d != nil && d.named == nil { // a fixed key wins: OUTBOX_SOURCES_RELAY_ENDPOINT
+			b, ok = boundKey{d: d, key: d.key}, true
+		}
+		if !ok {
 			lc.noteUnknownEnv(name) // reported, never fatal (env_unknown.go)
 			continue
 		}
-		if err := lc.set(d, value, Source{Kind: "env", Name: name}); err != nil {
+		if err := lc.set(b, value, Source{Kind: "env", Name: name}); err != nil {
 			return err
 		}
 	}
@@ -187,7 +204,7 @@ func (lc *Loaded) readFlags(fs *pflag.FlagSet) error {
 			continue
 		}
 		if f := fs.Lookup(d.flag); f != nil && f.Changed {
-			if err := lc.set(d, f.Value.String(), Source{Kind: "flag", Name: d.flag}); err != nil {
+			if err := lc.set(boundKey{d: d, key: d.key}, f.Value.String(), Source{Kind: "flag", Name: d.flag}); err != nil {
 				return err
 			}
 		}

@@ -17,6 +17,18 @@ func (c *Config) AgentConfig(log *slog.Logger) agent.Config {
 	a.MaxRequestBytes = int64(c.Limits.MaxRequestBytes)
 	a.MaxEventBytes = c.Limits.MaxEventBytes
 	a.QueueMaxBytes = c.Queue.MaxBytes
+	a.Sources = agent.SourcesConfig{Relay: c.Sources.Relay}
+	for name, src := range c.Sources.Named {
+		if src == nil {
+			continue
+		}
+		for _, k := range src.WriteKeys {
+			if a.Sources.Keys == nil {
+				a.Sources.Keys = map[string]string{}
+			}
+			a.Sources.Keys[k] = name
+		}
+	}
 	a.Logger = log
 	return a
 }

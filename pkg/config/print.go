@@ -18,11 +18,12 @@ func KeyReference() string {
 	var keyList strings.Builder
 	def := Default()
 	for i := range keys {
+		d := &keys[i]
 		live := ""
-		if keys[i].live {
+		if d.live {
 			live = "; live: a reload applies it"
 		}
-		fmt.Fprintf(&keyList, "  %-30s %s (default %s%s)\n", keys[i].key, keys[i].help, displayValue(&keys[i], &def), live)
+		fmt.Fprintf(&keyList, "  %-30s %s (default %s%s)\n", d.key, d.help, displayValue(d, defaultPtr(d, &def)), live)
 	}
 	return keyList.String()
 }
@@ -50,9 +51,9 @@ func Print(w io.Writer, lc *Loaded) error {
 	fmt.Fprintf(w, "# configuration file: %s\n", file)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
-	for i := range keys {
-		d := &keys[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.key, displayValue(d, &lc.Config), lc.Sources[d.key])
+	shown := lc.Config // a copy whose sections the display may create: lc stays as it is
+	for _, b := range boundKeys(&shown) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", b.key, displayValue(b.d, b.ptr(&shown)), lc.Sources[b.key])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -67,14 +68,25 @@ func Print(w io.Writer, lc *Loaded) error {
 	return nil
 }
 
-// displayValue is the printable value of key d, with secrets redacted.
-func displayValue(d *keyDef, c *Config) string {
-	switch v := d.field(c).(type) {
+// defaultPtr is row d's field in def, the defaults: for a per-name row, that of a section
+// made afresh (every per-name key's default is its zero value or the section's own).
+func defaultPtr(d *keyDef, def *Config) any {
+	if d.named != nil {
+		scratch := *def
+		scratch.Sources.Named = nil
+		return d.named(&scratch, "name")
+	}
+	return d.field(def)
+}
+
+// displayValue is the printable value of key d, whose field is p, with secrets redacted.
+func displayValue(d *keyDef, p any) string {
+	switch v := p.(type) {
 	case *string:
 		if d.secret && *v != "" {
 			return redacted
 		}
-		if strings.Contains(*v, "://") { // upload.endpoint, and any other URL a key holds
+		if strings.Contains(*v, "://") { // every endpoint key (upload.endpoint, sources.<name>.endpoint), and any other URL a key holds
 			return strconv.Quote(redactURL(*v))
 		}
 		return strconv.Quote(*v)

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
@@ -39,15 +40,23 @@ func (r *Reloader) Current() Config {
 // changes lists the keys whose value differs between a and b, split by the key table into
 // those applied live and those that need a restart.
 func changes(a, b *Config) (live, restart []string) {
-	for i := range keys {
-		d := &keys[i]
-		if reflect.DeepEqual(reflect.ValueOf(d.field(a)).Elem().Interface(), reflect.ValueOf(d.field(b)).Elem().Interface()) {
+	// Copies whose per-name sections reading may create: a and b stay as they are. A name
+	// configured on one side only shows as each of its keys having changed.
+	ca, cb := *a, *b
+	ca.Sources.Named, cb.Sources.Named = maps.Clone(a.Sources.Named), maps.Clone(b.Sources.Named)
+	seen := map[string]bool{}
+	for _, k := range append(boundKeys(&ca), boundKeys(&cb)...) {
+		if seen[k.key] {
 			continue
 		}
-		if d.live {
-			live = append(live, d.key)
+		seen[k.key] = true
+		if reflect.DeepEqual(reflect.ValueOf(k.ptr(&ca)).Elem().Interface(), reflect.ValueOf(k.ptr(&cb)).Elem().Interface()) {
+			continue
+		}
+		if k.d.live {
+			live = append(live, k.key)
 		} else {
-			restart = append(restart, d.key)
+			restart = append(restart, k.key)
 		}
 	}
 	return live, restart
@@ -56,8 +65,8 @@ func changes(a, b *Config) (live, restart []string) {
 // withKeys returns c with the values of the named keys taken from src.
 func withKeys(c Config, src *Config, names []string) Config {
 	for _, k := range names {
-		d := lookupKey(k)
-		reflect.ValueOf(d.field(&c)).Elem().Set(reflect.ValueOf(d.field(src)).Elem())
+		b, _ := lookupBound(k)
+		reflect.ValueOf(b.ptr(&c)).Elem().Set(reflect.ValueOf(b.ptr(src)).Elem())
 	}
 	return c
 }

@@ -51,6 +51,10 @@ type Batch struct {
 	// never re-encoded). They are read-only and valid until Send returns: the worker reuses
 	// their memory for later batches, so a destination that needs them longer copies them.
 	Events [][]byte
+	// Source is the name of the source every event of the batch belongs to (a batch never
+	// mixes sources): the HTTP destination uploads it with that source's write key, endpoint
+	// and headers. "" and "default" are the default source.
+	Source string
 	// Retry is how many attempts of this batch came before this one (0 on its first), the
 	// HTTP destination's X-Retry-Count.
 	Retry int

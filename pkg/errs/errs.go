@@ -39,6 +39,11 @@ var (
 	// ErrQueueFull is returned (wrapped) when the events do not fit in queue.max_bytes now and
 	// queue.when_full is reject. It is retryable: room comes back as the queue drains.
 	ErrQueueFull = errors.New("queue is full")
+	// ErrSourceFull is returned (wrapped) when one source's events do not fit in its share of
+	// the queue (sources.<name>.max_bytes) now; only that source is refused. It wraps
+	// ErrQueueFull, so everything that handles a full queue (503 with Retry-After, when_full:
+	// block) handles it too.
+	ErrSourceFull = fmt.Errorf("source's share of the queue is full: %w", ErrQueueFull)
 	// ErrTooLarge is returned (wrapped) when events alone exceed queue.max_bytes: they can
 	// never be queued, whatever queue.when_full says, so retrying is pointless.
 	ErrTooLarge = errors.New("events exceed the queue's max_bytes")

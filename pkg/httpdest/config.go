@@ -18,6 +18,9 @@ type Config struct {
 	WriteKey string
 	// Headers are set on every request (upload.headers), before the ones the protocol fixes.
 	Headers map[string]string
+	// Routes gives each source's endpoint, write key and headers (sources.<name>.*); nil:
+	// every batch goes to Endpoint with WriteKey, whatever its source.
+	Routes RoutesFunc
 	// Gzip sends the body gzipped with Content-Encoding: gzip (upload.gzip).
 	Gzip bool
 	// CAFile is a PEM file of CA certificates trusted besides the system roots

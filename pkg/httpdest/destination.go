@@ -21,6 +21,7 @@ type Destination struct {
 	rb       atomic.Pointer[requestBuilder] // swapped by SetCredentials; each attempt reads it once
 	enc      *encoder
 	classify ClassifyFunc
+	routes   RoutesFunc
 	clock    budget.Clock
 	log      *slog.Logger
 }
@@ -42,6 +43,7 @@ func New(cfg Config) (*Destination, error) {
 		hc:       hc,
 		enc:      newEncoder(cfg.Gzip),
 		classify: cfg.Classify,
+		routes:   cfg.Routes,
 		clock:    cfg.Clock,
 		log:      cfg.Logger,
 	}
@@ -111,7 +113,12 @@ func (d *Destination) Send(ctx context.Context, b delivery.Batch) delivery.Outco
 	}
 	defer body.Release()
 	var trace SendTrace
-	req, err := d.rb.Load().build(trace.Context(ctx), body.Bytes(), b.Retry)
+	rb, err := d.builderFor(d.rb.Load(), b.Source)
+	if err != nil {
+		d.log.Error("cannot build the upload request; batch stays queued", "source", b.Source, "error", err)
+		return delivery.Outcome{Class: delivery.ClassAborted, Err: err}
+	}
+	req, err := rb.build(trace.Context(ctx), body.Bytes(), b.Retry)
 	if err != nil {
 		d.log.Error("cannot build the upload request; batch stays queued", "error", err)
 		return delivery.Outcome{Class: delivery.ClassAborted, Err: err}

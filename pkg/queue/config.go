@@ -25,7 +25,14 @@ type Config struct {
 	WhenFull     WhenFull // "" → reject
 	NoSync       bool     // queue.sync: none (no fsync on commit)
 	DeadMaxBytes int64    // dead-letter event bytes; 0 → 256 MiB
-	Logger       *slog.Logger
+	// SourceMaxBytes is each named source's own share of MaxBytes (sources.<name>.max_bytes):
+	// past it only that source's events are refused (errs.ErrSourceFull). A source not listed
+	// has no share of its own beyond MaxBytes.
+	SourceMaxBytes map[string]int64
+	// Quantum is how many bytes a source may lease in its turn before the next source's turn
+	// (deficit round robin, drr.go); 0 → 500000 (batch.max_bytes' default).
+	Quantum int64
+	Logger  *slog.Logger
 
 	// OnCommit, when set, is called after each commit with the events it
 	// added and its duration (for a store_commit_duration_seconds histogram).
@@ -57,6 +64,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WhenFull == "" {
 		c.WhenFull = Reject
+	}
+	if c.Quantum <= 0 {
+		c.Quantum = 500000
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -35,6 +35,22 @@
 // batch keeps its saved event count. Nothing acknowledged can come back, and
 // what comes back again is at most the batches that were in flight.
 //
+// # Sources
+//
+// The queue is one FIFO per source (sources.go; the store keeps each in a bucket of its own,
+// all in one group commit). EnqueueIn, EnqueueAsyncIn and EnqueueAwaitedIn name the source;
+// the other intake calls use DefaultSource. A batch is read from one source and names it
+// (Batch.Source); a lease's Ack, Retry and DeadLetter go back to that source, and a dead
+// batch replays into it. Lease and LeaseAfter take the sources that hold events in turn, by
+// deficit round robin weighted by bytes (drr.go: in its turn a source is credited
+// Config.Quantum bytes and keeps the turn while its credit lasts), so a backlog in one source
+// delays the others by about one batch. A chain of leases (Lease, then LeaseAfter the last)
+// carries how far it has read each source (Batch.Chain), so LeaseAfter reads the next batch of
+// whichever source's turn it is without the queue keeping track of what the consumer holds.
+// Config.SourceMaxBytes gives a source its own share of MaxBytes: past it only that source is
+// refused (errs.ErrSourceFull, which matches errs.ErrQueueFull; counted as "source_full"),
+// under every WhenFull.
+//
 // # Quota
 //
 // The quota is the queue's: policy.go implements store.Policy, which the

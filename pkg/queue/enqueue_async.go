@@ -25,7 +25,7 @@ import (
 // MaxBytes (errs.ErrTooLarge, wrapped), when the queue is closed (errs.ErrClosed), and when ctx ends
 // while the writer's intake is full (ctx.Err()). ctx bounds only that hand-off.
 func (q *Queue) EnqueueAsync(ctx context.Context, done func(error), events ...[]byte) error {
-	return q.enqueueAsync(ctx, false, done, events)
+	return q.enqueueAsync(ctx, DefaultSource, false, done, events)
 }
 
 // EnqueueAwaited is EnqueueAsync for a caller that waits for done (Enqueue, and the
@@ -33,12 +33,12 @@ func (q *Queue) EnqueueAsync(ctx context.Context, done func(error), events ...[]
 // the wait for room under block, and the commit. When ctx ends first, done gets ctx.Err() and
 // the events may or may not have been stored.
 func (q *Queue) EnqueueAwaited(ctx context.Context, done func(error), events ...[]byte) error {
-	return q.enqueueAsync(ctx, true, done, events)
+	return q.enqueueAsync(ctx, DefaultSource, true, done, events)
 }
 
 // enqueueAsync is the queue's one intake path: Enqueue, EnqueueAsync and EnqueueAwaited all
 // append here. awaited says the caller waits for done, so ctx bounds its commit too.
-func (q *Queue) enqueueAsync(ctx context.Context, awaited bool, done func(error), events [][]byte) error {
+func (q *Queue) enqueueAsync(ctx context.Context, source string, awaited bool, done func(error), events [][]byte) error {
 	cb := done // the store's errors are the queue's (errs.ErrQueueFull, errs.ErrClosed are the same values)
 	if q.cfg.WhenFull == Block {
 		// The events may have to be appended again after the caller got its buffer back.
@@ -46,7 +46,7 @@ func (q *Queue) enqueueAsync(ctx context.Context, awaited bool, done func(error)
 		room := q.s.Room() // before the append, so that room freed after its answer is not missed
 		cb = func(err error) {
 			if errors.Is(err, errs.ErrQueueFull) {
-				go q.retryWhenRoom(ctx, awaited, room, events, done)
+				go q.retryWhenRoom(ctx, source, awaited, room, events, done)
 				return
 			}
 			done(err)
@@ -54,9 +54,9 @@ func (q *Queue) enqueueAsync(ctx context.Context, awaited bool, done func(error)
 	}
 	var err error
 	if awaited {
-		err = q.s.AppendAwaited(ctx, events, cb)
+		err = q.s.AppendAwaitedIn(ctx, source, events, cb)
 	} else {
-		err = q.s.AppendAsync(ctx, events, cb)
+		err = q.s.AppendAsyncIn(ctx, source, events, cb)
 	}
 	if err != nil && !errors.Is(err, ctx.Err()) {
 		return fmt.Errorf("enqueue: %w", err)
@@ -66,7 +66,7 @@ func (q *Queue) enqueueAsync(ctx context.Context, awaited bool, done func(error)
 
 // retryWhenRoom waits until stored bytes go down (or the queue closes, or an awaited call's
 // ctx ends), then appends events again, asynchronously as before.
-func (q *Queue) retryWhenRoom(ctx context.Context, awaited bool, room <-chan struct{}, events [][]byte, done func(error)) {
+func (q *Queue) retryWhenRoom(ctx context.Context, source string, awaited bool, room <-chan struct{}, events [][]byte, done func(error)) {
 	var ended <-chan struct{}
 	if awaited {
 		ended = ctx.Done()
@@ -82,7 +82,7 @@ func (q *Queue) retryWhenRoom(ctx context.Context, awaited bool, room <-chan str
 		done(ctx.Err())
 		return
 	}
-	if err := q.enqueueAsync(ctx, awaited, done, events); err != nil {
+	if err := q.enqueueAsync(ctx, source, awaited, done, events); err != nil {
 		done(err)
 	}
 }

@@ -28,13 +28,13 @@ func (q *Queue) lease(b *Batch) *Lease {
 // empty reports a lease with no events to settle (nil, or no batch).
 func (l *Lease) empty() bool { return l == nil || l.Batch == nil || len(l.Keys()) == 0 }
 
-// Ack deletes the lease's events (and its retry state) in one transaction: the destination
-// has them.
+// Ack deletes the lease's events (and its retry state) from its source (Batch.Source) in one
+// transaction: the destination has them.
 func (l *Lease) Ack(ctx context.Context) error {
 	if l.empty() {
 		return nil
 	}
-	if err := l.q.s.Delete(ctx, l.Keys()); err != nil {
+	if err := l.q.s.DeleteIn(ctx, l.Source, l.Keys()); err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
 	return nil
@@ -48,7 +48,7 @@ func (l *Lease) Retry(ctx context.Context, st budget.State) error {
 		return nil
 	}
 	enc := encodeRetry(st)
-	if err := l.q.s.SaveRetry(ctx, l.Keys()[0], len(l.Keys()), enc); err != nil {
+	if err := l.q.s.SaveRetryIn(ctx, l.Source, l.Keys()[0], len(l.Keys()), enc); err != nil {
 		return fmt.Errorf("save retry state: %w", err)
 	}
 	l.Batch.Retry = enc
@@ -70,13 +70,14 @@ func (l *Lease) RetryState() budget.State {
 }
 
 // DeadLetter moves the lease's events, with why (its Body cut to MaxBodySnippet), into the
-// dead-letter bucket in one transaction. Past DeadMaxBytes the oldest dead batches are
+// dead-letter bucket in one transaction; the dead batch records its source, and a replay puts
+// it back there. Past DeadMaxBytes the oldest dead batches are
 // dropped.
 func (l *Lease) DeadLetter(ctx context.Context, why DeadInfo) error {
 	if l.empty() {
 		return nil
 	}
-	if err := l.q.s.MoveDead(ctx, l.Keys(), why); err != nil {
+	if err := l.q.s.MoveDeadIn(ctx, l.Source, l.Keys(), why); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
 	return nil

@@ -11,16 +11,17 @@ import (
 // for events, dead.max_bytes for dead letters. The store asks it inside its transactions (see
 // store.Policy); Block is not the store's business: Enqueue waits and asks again.
 type policy struct {
-	maxBytes     int64 // stored event bytes
-	deadMaxBytes int64 // dead-letter event bytes
-	evict        bool  // when_full: drop_oldest
+	maxBytes     int64            // stored event bytes
+	deadMaxBytes int64            // dead-letter event bytes
+	evict        bool             // when_full: drop_oldest
+	sourceMax    map[string]int64 // a source's own share (sources.<name>.max_bytes); absent: none
 }
 
 // Policy returns the store.Policy of cfg (zero values meaning their defaults), the one Open
 // gives its store.
 func Policy(cfg Config) store.Policy {
 	cfg = cfg.withDefaults()
-	return policy{maxBytes: cfg.MaxBytes, deadMaxBytes: cfg.DeadMaxBytes, evict: cfg.WhenFull == DropOldest}
+	return policy{maxBytes: cfg.MaxBytes, deadMaxBytes: cfg.DeadMaxBytes, evict: cfg.WhenFull == DropOldest, sourceMax: cfg.SourceMaxBytes}
 }
 
 // Fits refuses events that alone exceed queue.max_bytes: no policy can make room for them.
@@ -46,6 +47,20 @@ func (p policy) Admit(stored, need int64, replay bool) (int64, error) {
 		return stored + need - p.maxBytes, nil
 	}
 	return 0, errs.ErrQueueFull
+}
+
+// AdmitSource refuses a source's events past its own share, whatever queue.when_full says:
+// evicting another source's events for them would let one source crowd the others out, and
+// evicting its own would drop what it was told was accepted. Its SDKs are told to come back.
+func (p policy) AdmitSource(source string, stored, need int64) error {
+	limit, ok := p.sourceMax[source]
+	if !ok || limit <= 0 || stored+need <= limit {
+		return nil
+	}
+	if need > limit {
+		return fmt.Errorf("%d bytes of events, over source %s's share of %d (sources.%s.max_bytes): %w", need, source, limit, source, errs.ErrTooLarge)
+	}
+	return fmt.Errorf("source %s holds %d of its %d bytes (sources.%s.max_bytes): %w", source, stored, limit, source, errs.ErrSourceFull)
 }
 
 // DeadExcess is how far the dead letters are past dead.max_bytes.

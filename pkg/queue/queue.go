@@ -21,7 +21,7 @@ type Stats = store.Stats
 
 // DropReasons returns every reason an event may be dropped for, the keys Stats.Dropped may
 // hold: store.ReasonDropOldest, store.ReasonDeadOverflow, store.ReasonChecksum,
-// store.ReasonSuppressed and store.ReasonPurged.
+// store.ReasonSuppressed, store.ReasonPurged and store.ReasonSourceFull.
 func DropReasons() []string { return store.DropReasons() }
 
 // DropReasonPurged is the drop reason of the events in dead batches an operator purged.
@@ -35,6 +35,7 @@ type Queue struct {
 	cfg    Config
 	policy store.Policy // the store asks it inside its transactions; Fits asks it up front
 	log    *slog.Logger
+	turns  *drr // whose turn it is to lease (sources.go)
 }
 
 // Open opens (creating) the queue in dir. It fails with errs.ErrLocked
@@ -53,7 +54,7 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
-	return &Queue{s: s, cfg: cfg, policy: policy, log: cfg.Logger}, nil
+	return &Queue{s: s, cfg: cfg, policy: policy, log: cfg.Logger, turns: newDRR(cfg.Quantum)}, nil
 }
 
 // Enqueue appends events (already normalised) at the tail. When it returns
@@ -66,11 +67,15 @@ func Open(dir string, cfg Config) (*Queue, error) {
 // waiting or evicting anything. When ctx ends first it returns ctx.Err(), and
 // the events may or may not have been stored.
 func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
+	return q.enqueue(ctx, DefaultSource, events)
+}
+
+func (q *Queue) enqueue(ctx context.Context, source string, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
 	answer := make(chan error, 1) // holds the answer when the caller has gone (ctx ended)
-	if err := q.EnqueueAwaited(ctx, func(err error) { answer <- err }, events...); err != nil {
+	if err := q.EnqueueAwaitedIn(ctx, source, func(err error) { answer <- err }, events...); err != nil {
 		return err
 	}
 	var err error
@@ -90,14 +95,25 @@ func (q *Queue) Enqueue(ctx context.Context, events ...[]byte) error {
 	return fmt.Errorf("enqueue: %w", err)
 }
 
-// Lease returns the oldest events as one batch: at most maxEvents, at most
+// Lease returns the oldest events of one source as one batch: at most maxEvents, at most
 // maxBytes (but always at least one event), or nil, nil when the queue is
 // empty. It does not block and does not remove anything: the batch stays at
 // the head until Ack or DeadLetter. After a restart a batch whose retry state was
-// saved comes back whole, with that state (RetryState).
+// saved comes back whole, with that state (RetryState). With several sources holding events,
+// the source is the one whose turn it is (deficit round robin by bytes, drr.go); the batch
+// names it (Batch.Source).
 func (q *Queue) Lease(ctx context.Context, maxEvents, maxBytes int) (*Lease, error) {
-	b, err := q.s.Head(ctx, maxEvents, maxBytes)
-	return q.lease(b), err
+	src := q.turns.next(q.pending(store.Chain{}))
+	if src == "" {
+		return nil, nil
+	}
+	b, err := q.s.HeadIn(ctx, src, maxEvents, maxBytes)
+	if err != nil || b == nil {
+		return q.lease(b), err
+	}
+	q.turns.charge(src, int64(b.Bytes))
+	b.Chain = store.Chain{}.With(src, b.Keys()[len(b.Keys())-1])
+	return q.lease(b), nil
 }
 
 // Notify returns a channel signalled (without blocking; buffer 1) after each
@@ -133,12 +149,15 @@ func (q *Queue) Fits(need int64) error { return q.policy.Fits(need) }
 func (q *Queue) Stats() Stats { return q.s.Stats() }
 
 // LeaseAfter returns the batch that follows prev, which must be a batch returned by Lease or
-// LeaseAfter (or a half of one) that is still queued: the events after prev's last event, cut
-// by maxEvents and maxBytes as Lease cuts them. It is what Lease will return once prev has
-// left the queue, so that the consumer can read (and encode) the next batch while prev is
-// being delivered — including a saved retry state, should it belong to that batch. It does
-// not block and removes nothing. more reports that at least one event follows the returned
-// batch (so the queue held more than that batch when it was read).
+// LeaseAfter (or a half of one) that is still queued: the batch Lease will return once prev
+// and the batches leased before it have left the queue, so that the consumer can read (and
+// encode) the next batch while those are being delivered — including a saved retry state,
+// should it belong to that batch. It does not block and removes nothing. more reports that at
+// least one event follows the returned batch (in any source).
+//
+// With several sources the batch is from the source whose turn it is (drr.go), read after
+// what prev's chain of leases has read of that source (Batch.Chain): a source with a backlog
+// takes its turn, not every turn.
 //
 // b is nil when nothing follows prev. It is nil with more true when the event after prev
 // fails its checksum: Lease, once prev has left the queue, removes that event and goes on.
@@ -147,7 +166,19 @@ func (q *Queue) LeaseAfter(prev *Lease, maxEvents, maxBytes int) (l *Lease, more
 	if prev.empty() {
 		return nil, false, ErrNoBatch
 	}
-	keys := prev.Keys()
-	b, more, err := q.s.ReadAfter(keys[len(keys)-1], maxEvents, maxBytes)
-	return q.lease(b), more, err
+	chain := prev.Chain.With(prev.Source, prev.Keys()[len(prev.Keys())-1])
+	src := q.turns.next(q.pending(chain))
+	if src == "" {
+		return nil, false, nil
+	}
+	b, more, err := q.s.ReadAfterIn(src, chain.After(src), maxEvents, maxBytes)
+	if err != nil || b == nil {
+		return q.lease(b), more, err
+	}
+	q.turns.charge(src, int64(b.Bytes))
+	b.Chain = chain.With(src, b.Keys()[len(b.Keys())-1])
+	if !more {
+		more = len(q.pending(b.Chain)) > 0
+	}
+	return q.lease(b), more, nil
 }

@@ -9,6 +9,12 @@ type Batch struct {
 	// Retry is the retry state saved for this batch (SaveRetry) before a restart, as the
 	// caller encoded it (pkg/queue decodes it); nil when none.
 	Retry []byte
+	// Source is the name of the source every event of the batch belongs to: a batch never
+	// mixes sources.
+	Source string
+	// Chain is how far the chain of reads that ends with this batch has read each source
+	// (pkg/queue sets it; LeaseAfter reads after it).
+	Chain Chain
 
 	keys   [][]byte // event keys, parallel to Events; held apart from the block
 	events *[]byte  // the block Events are slices of (pooled, see Release); nil for a half
@@ -46,7 +52,7 @@ func (b *Batch) Split() (*Batch, *Batch) {
 	}
 	m := len(b.Events) / 2
 	half := func(ev, keys [][]byte) *Batch {
-		h := &Batch{Events: ev, keys: keys}
+		h := &Batch{Events: ev, keys: keys, Source: b.Source, Chain: b.Chain.With(b.Source, keys[len(keys)-1])}
 		for _, e := range ev {
 			h.Bytes += len(e)
 		}

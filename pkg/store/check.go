@@ -34,9 +34,16 @@ func (s *Store) backgroundCheck() {
 	s.fixCounts(res)
 }
 
-// fixCounts corrects the persisted counters when a check found them off.
+// fixCounts corrects the persisted counters (the totals and each source's) when a check found
+// them off.
 func (s *Store) fixCounts(res fsck.CheckResult) {
-	if res.Actual == res.Stored {
+	srcDelta := map[string]format.Counts{}
+	for name, got := range res.ActualSources {
+		if st := res.StoredSources[name]; st != got {
+			srcDelta[name] = format.Counts{Events: got.Events - st.Events, Bytes: got.Bytes - st.Bytes}
+		}
+	}
+	if res.Actual == res.Stored && len(srcDelta) == 0 {
 		return
 	}
 	d := format.Counts{
@@ -47,6 +54,6 @@ func (s *Store) fixCounts(res fsck.CheckResult) {
 	// Fewer records than counted: a damaged page header can hide records
 	// (the file still passes every check), so say so where an operator looks.
 	s.log.Warn("stored counters were off; corrected (fewer events than counted can mean a damaged page: outbox recover --force reports what it can read)",
-		"path", s.path, "events_delta", d.Events, "bytes_delta", d.Bytes, "dead_batches_delta", d.DeadBatches)
-	_ = s.submit(context.Background(), &request{kind: opFixCounts, delta: d})
+		"path", s.path, "events_delta", d.Events, "bytes_delta", d.Bytes, "dead_batches_delta", d.DeadBatches, "sources_off", len(srcDelta))
+	_ = s.submit(context.Background(), &request{kind: opFixCounts, delta: d, srcDelta: srcDelta})
 }

@@ -24,6 +24,9 @@ type DeadInfo struct {
 	FirstAttempt time.Time `json:"first_attempt,omitzero"`
 	LastAttempt  time.Time `json:"last_attempt,omitzero"`
 	Body         []byte    `json:"body,omitempty"` // response body snippet, ≤ MaxBodySnippet
+	// Source is the source the batch's events belong to ("" in the file: DefaultSource; read
+	// back as DefaultSource). A replay puts them back at its tail.
+	Source string `json:"source,omitempty"`
 }
 
 // DeadBatch is one dead-letter batch: the one dead-batch type from the store to the admin API
@@ -94,6 +97,7 @@ func (s *Store) decodeDeadBatch(k, v []byte, withEvents bool) (DeadBatch, error)
 	}
 	d := DeadBatch{ID: id.String(), At: id.Time(), Count: h.Events, Bytes: h.Bytes}
 	_ = json.Unmarshal(h.Info, &d.Info) // an unreadable info leaves the batch listed, without its reason
+	d.Info.Source = sourceName(d.Info.Source)
 	if withEvents {
 		d.Events, err = format.DeadEvents(h)
 	}

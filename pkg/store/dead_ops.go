@@ -2,22 +2,23 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
-	"github.com/segmentio/ksuid"
 )
 
 // The writer's dead-letter operations: moving a batch to dead letters, replaying and purging.
 
-func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState) error {
+func (s *Store) applyDead(b *buckets, source string, keys [][]byte, info []byte, w *writerState) error {
 	events := make([][]byte, 0, len(keys))
 	damaged := 0
-	err := deleteEvents(b, keys, w, func(k, rec []byte) {
-		_, p, err := s.codec.Open(nil, format.BucketEvents, k, rec, &s.scratch)
+	bucketName := format.EventsBucket(source)
+	err := s.deleteEvents(b, source, keys, w, func(k, rec []byte) {
+		_, p, err := s.codec.Open(nil, bucketName, k, rec, &s.scratch)
 		if err != nil {
 			damaged++ // never moved on, as it would never be uploaded: counted below
 			return
@@ -32,7 +33,7 @@ func (s *Store) applyDead(b buckets, keys [][]byte, info []byte, w *writerState)
 		return nil
 	}
 	slices.Reverse(events) // deleted last key first
-	if err := clearRetry(b, keys[0], keys[len(keys)-1]); err != nil {
+	if err := clearRetry(b, source, keys[0], keys[len(keys)-1]); err != nil {
 		return err
 	}
 	id := w.nextKey(s.opt.Now())
@@ -77,7 +78,7 @@ func (s *Store) deadHeaderOf(k, v []byte) format.DeadHeader {
 }
 
 // deadKeys resolves ids (all when empty) to existing dead keys, oldest first.
-func deadKeys(b buckets, ids [][]byte) ([][]byte, error) {
+func deadKeys(b *buckets, ids [][]byte) ([][]byte, error) {
 	if len(ids) == 0 {
 		var out [][]byte
 		c := b.dead.Cursor()
@@ -97,7 +98,7 @@ func deadKeys(b buckets, ids [][]byte) ([][]byte, error) {
 	return out, nil
 }
 
-func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
+func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
 	keys, err := deadKeys(b, r.keys)
 	if err != nil {
 		return err
@@ -106,9 +107,11 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 		key    []byte
 		h      format.DeadHeader
 		events [][]byte
+		source string
 	}
 	items := make([]item, 0, len(keys))
 	var need int64
+	perSource := map[string]int64{}
 	for _, k := range keys {
 		p, err := s.codec.Payload(format.BucketDead, k, b.dead.Get(k))
 		if err != nil {
@@ -122,25 +125,42 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 		if err != nil {
 			return fmt.Errorf("dead batch %s: %w", format.KeyString(k), err)
 		}
-		items = append(items, item{k, h, evs})
+		var info DeadInfo
+		_ = json.Unmarshal(h.Info, &info) // an unreadable info replays into the default source
+		items = append(items, item{k, h, evs, sourceName(info.Source)})
 		need += h.Bytes
+		perSource[sourceName(info.Source)] += h.Bytes
 	}
-	if err := s.admit(b, need, true, w); err != nil {
+	// Every check before anything is written: a refusal fails only this request.
+	for src, n := range perSource {
+		if err := s.admitSource(src, n, 0, true, w); err != nil {
+			return err
+		}
+	}
+	if err := s.admitQueue(b, need, true, w); err != nil {
 		return err
 	}
 	now := s.opt.Now()
 	run := intakeRun{at: now}
 	for _, it := range items {
+		bk, err := b.eventsOf(it.source)
+		if err != nil {
+			return err
+		}
+		src := s.source(w, it.source, false)
 		for _, e := range it.events {
 			k := w.nextKey(now)
 			if run.first.IsNil() {
 				run.first = k
 			}
-			if err := b.events.Put(k[:], s.codec.Encode(format.BucketEvents, k[:], e)); err != nil {
+			if err := bk.Put(k[:], s.codec.Encode(format.EventsBucket(it.source), k[:], e)); err != nil {
 				return err
 			}
 			w.Events++
 			w.Bytes += int64(len(e))
+			src.events++
+			src.bytes += int64(len(e))
+			src.tail = k
 			r.n++
 		}
 		if err := b.dead.Delete(it.key); err != nil {
@@ -157,7 +177,7 @@ func (s *Store) applyReplay(b buckets, r *request, w *writerState) error {
 	return nil
 }
 
-func (s *Store) applyPurge(b buckets, r *request, w *writerState) error {
+func (s *Store) applyPurge(b *buckets, r *request, w *writerState) error {
 	keys, err := deadKeys(b, r.keys)
 	if err != nil {
 		return err
@@ -204,13 +224,4 @@ func (s *Store) reportDrops() {
 
 func sortKeys(keys [][]byte) {
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
-}
-
-func (b buckets) head() ksuid.KSUID {
-	k, _ := b.events.Cursor().First()
-	if k == nil {
-		return ksuid.Nil
-	}
-	id, _ := ksuid.FromBytes(k)
-	return id
 }

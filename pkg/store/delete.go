@@ -26,8 +26,13 @@ import (
 // Next would skip it (etcd-io/bbolt#146, boltdb/bolt#620), while on a leaf read from its page
 // the cursor keeps reading the unchanged page. Prev is right in both cases: the element
 // before the deleted one has not moved.
-func deleteEvents(b buckets, keys [][]byte, w *writerState, visit func(k, rec []byte)) error {
-	c := b.events.Cursor()
+func (s *Store) deleteEvents(b *buckets, source string, keys [][]byte, w *writerState, visit func(k, rec []byte)) error {
+	bk := b.lookup(source)
+	if bk == nil || len(keys) == 0 {
+		return nil
+	}
+	src := s.source(w, source, true)
+	c := bk.Cursor()
 	var k, v []byte // where the cursor is; k == nil: unknown, seek
 	for i := len(keys) - 1; i >= 0; i-- {
 		want := keys[i]
@@ -37,7 +42,7 @@ func deleteEvents(b buckets, keys [][]byte, w *writerState, visit func(k, rec []
 				continue
 			}
 		}
-		if err := deleteAt(c, k, v, w, visit); err != nil {
+		if err := deleteAt(c, k, v, w, src, visit); err != nil {
 			return err
 		}
 		k, v = c.Prev()
@@ -46,8 +51,8 @@ func deleteEvents(b buckets, keys [][]byte, w *writerState, visit func(k, rec []
 }
 
 // deleteAt deletes the event under c, whose key and value are k and v, from the bucket and the
-// counters.
-func deleteAt(c *bolt.Cursor, k, v []byte, w *writerState, visit func(k, rec []byte)) error {
+// counters (the totals and its source's).
+func deleteAt(c *bolt.Cursor, k, v []byte, w *writerState, src *sourceState, visit func(k, rec []byte)) error {
 	if visit != nil {
 		visit(k, v)
 	}
@@ -57,39 +62,65 @@ func deleteAt(c *bolt.Cursor, k, v []byte, w *writerState, visit func(k, rec []b
 	}
 	w.Events--
 	w.Bytes -= n
+	src.events--
+	src.bytes -= n
 	return nil
 }
 
-// evictOldest deletes events from the head until at least bytes of them are gone (the
-// Policy's answer) and returns how many it deleted; emptying the queue always makes room. The
+// evictOldest deletes the oldest events of the queue, whatever their source (the source whose
+// head key is the smallest, one event at a time), until at least bytes of them are gone (the
+// Policy's answer), and returns how many it deleted; emptying the queue always makes room. The
 // cursor goes back to First after each deletion rather than to Next (see deleteEvents on Next
-// after Delete); First does not search. Should the bucket run empty while the byte counter
+// after Delete); First does not search. Should every bucket run empty while the byte counter
 // still says otherwise, the counters were wrong: they are set to the truth (nothing queued),
 // logged, so that the append fits instead of failing after everything was evicted. The retry
 // states saved for batches that started among the evicted events go with them: no lease can
 // find them any more, and they would stay in meta for good.
-func (s *Store) evictOldest(b buckets, bytes int64, w *writerState) (int, error) {
-	c := b.events.Cursor()
+func (s *Store) evictOldest(b *buckets, bytes int64, w *writerState) (int, error) {
+	type span struct{ first, last []byte }
+	spans := map[string]*span{}
 	evicted := 0
-	var first, last []byte
 	for target := w.Bytes - bytes; w.Bytes > target; {
-		k, v := c.First()
+		var (
+			name string
+			c    *bolt.Cursor
+			k, v []byte
+		)
+		for n, p := range w.sources {
+			if p.events <= 0 {
+				continue
+			}
+			bk := b.lookup(n)
+			if bk == nil {
+				continue
+			}
+			cc := bk.Cursor()
+			if kk, vv := cc.First(); kk != nil && (k == nil || string(kk) < string(k)) {
+				name, c, k, v = n, cc, kk, vv
+			}
+		}
 		if k == nil {
 			s.log.Warn("queue counters were off; reset to an empty queue", "events", w.Events, "bytes", w.Bytes)
 			w.Events, w.Bytes = 0, 0
+			for n := range w.sources {
+				p := s.source(w, n, true)
+				p.events, p.bytes = 0, 0
+			}
 			break
 		}
-		if first == nil {
-			first = append([]byte(nil), k...)
+		sp := spans[name]
+		if sp == nil {
+			sp = &span{first: append([]byte(nil), k...)}
+			spans[name] = sp
 		}
-		last = append(last[:0], k...)
-		if err := deleteAt(c, k, v, w, nil); err != nil {
+		sp.last = append(sp.last[:0], k...)
+		if err := deleteAt(c, k, v, w, s.source(w, name, true), nil); err != nil {
 			return evicted, err
 		}
 		evicted++
 	}
-	if evicted > 0 {
-		if err := clearRetry(b, first, last); err != nil {
+	for name, sp := range spans {
+		if err := clearRetry(b, name, sp.first, sp.last); err != nil {
 			return evicted, err
 		}
 	}

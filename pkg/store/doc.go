@@ -16,7 +16,8 @@
 //
 // One file, <dir>/outbox.db, next to <dir>/outbox.lock (an flock holding the
 // owner's pid; a second opener fails at once with errs.ErrLocked; see
-// internal/datadir). Its buckets (events, dead, meta), the record every value
+// internal/datadir). Its buckets (events, one events.<name> per source other than the
+// default one, dead, meta), the record every value
 // is wrapped in ([version byte][CRC-32C of payload][payload], verified by
 // every read; sealed with AES-256-GCM instead for events and dead batches when
 // Options.Keys is set, see "Encryption at rest"), the counters and the dead-letter payload are the file's format,
@@ -25,6 +26,23 @@
 // greater than the last becomes last.Next()), so key order is intake order and
 // a key carries its intake second. Files have 16 KiB pages (internal/format
 // says why).
+//
+// # Sources
+//
+// Each source's events are a FIFO of their own, in their own bucket (sources.go; the layout is
+// in internal/format): the events bucket is the source "default", so a file written before
+// there were sources opens unchanged with all its events there. Keys are handed out by the one
+// writer across all sources, so they stay unique and increasing in the whole file. Every
+// request that touches events names its source (the methods ending in In; the others use
+// DefaultSource); one group commit holds the requests of every source. The writer keeps each
+// source's counters, head, tail and head time beside the totals, publishes them with the
+// totals after each commit (Sources), and persists each source's counters in meta, except the
+// default source's, which are the totals less the others'. Retry states are saved under a
+// prefix per source; a dead batch records its source in its DeadInfo, and a replay puts its
+// events back at that source's tail. The Policy is asked for a source's own share
+// (AdmitSource, reason source_full) before the queue's bound; drop_oldest evicts the oldest
+// events of the whole queue, whatever their source. SaveSourceRecord and SourceRecords keep the
+// source registry: what a source that is not configured (a relay source) needs after a restart.
 //
 // # Writes: group commit
 //

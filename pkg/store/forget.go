@@ -5,7 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	bolt "go.etcd.io/bbolt"
@@ -19,6 +22,24 @@ type ForgetResult struct {
 	Queued      int // events deleted from the queue
 	Dead        int // events deleted from dead batches
 	DeadBatches int // dead batches deleted because every event in them was; a batch left with other events keeps them
+	// Sources is the same, per source, for every source that lost an event (Sources
+	// is nil when nothing matched).
+	Sources map[string]SourceForgotten
+}
+
+// SourceForgotten is what Forget removed from one source's events.
+type SourceForgotten struct {
+	Queued, Dead, DeadBatches int
+}
+
+// add counts into source's row of r.
+func (r *ForgetResult) add(source string, f func(*SourceForgotten)) {
+	if r.Sources == nil {
+		r.Sources = map[string]SourceForgotten{}
+	}
+	row := r.Sources[sourceName(source)]
+	f(&row)
+	r.Sources[sourceName(source)] = row
 }
 
 // Forget deletes every queued and dead-lettered event for which match returns true, in one
@@ -38,33 +59,44 @@ func (s *Store) Forget(ctx context.Context, match func(event []byte) bool) (Forg
 	return r.forgot, err
 }
 
-// applyForget is Forget's part of the group's transaction.
-func (s *Store) applyForget(b buckets, r *request, w *writerState) error {
-	var keys [][]byte
+// applyForget is Forget's part of the group's transaction: every source's events, then the
+// dead letters.
+func (s *Store) applyForget(b *buckets, r *request, w *writerState) error {
+	found := map[string][][]byte{}
 	var buf []byte // each event's payload, opened (a sealed record) or copied
-	c := b.events.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		var p []byte
-		var err error
-		if buf, p, err = s.codec.Open(buf[:0], format.BucketEvents, k, v, &s.scratch); err == nil && r.match(p) {
-			keys = append(keys, append([]byte(nil), k...))
+	err := eventBuckets(b.tx, func(src string, bk *bolt.Bucket) error {
+		name := format.EventsBucket(src)
+		c := bk.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			var p []byte
+			var err error
+			if buf, p, err = s.codec.Open(buf[:0], name, k, v, &s.scratch); err == nil && r.match(p) {
+				found[src] = append(found[src], append([]byte(nil), k...))
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if len(keys) > 0 {
-		if err := clearRetryOf(b, keys); err != nil {
+	before := w.Events
+	for _, src := range slices.Sorted(maps.Keys(found)) {
+		keys := found[src]
+		if err := clearRetryOf(b, src, keys); err != nil {
 			return err
 		}
-		before := w.Events
-		if err := deleteEvents(b, keys, w, nil); err != nil {
+		n := w.Events
+		if err := s.deleteEvents(b, src, keys, w, nil); err != nil {
 			return err
 		}
-		r.forgot.Queued = int(before - w.Events)
+		r.forgot.add(src, func(row *SourceForgotten) { row.Queued += int(n - w.Events) })
 	}
+	r.forgot.Queued = int(before - w.Events)
 	return s.forgetDead(b, r, w)
 }
 
 // forgetDead deletes the matching events of the dead batches.
-func (s *Store) forgetDead(b buckets, r *request, w *writerState) error {
+func (s *Store) forgetDead(b *buckets, r *request, w *writerState) error {
 	type rewrite struct {
 		key  []byte
 		h    format.DeadHeader // as stored
@@ -98,7 +130,15 @@ func (s *Store) forgetDead(b buckets, r *request, w *writerState) error {
 		todo = append(todo, rewrite{key: append([]byte(nil), k...), h: h, keep: keep})
 	}
 	for _, t := range todo {
+		var info DeadInfo
+		_ = json.Unmarshal(t.h.Info, &info) // an unreadable info counts under the default source
 		r.forgot.Dead += t.h.Events - len(t.keep)
+		r.forgot.add(info.Source, func(row *SourceForgotten) {
+			row.Dead += t.h.Events - len(t.keep)
+			if len(t.keep) == 0 {
+				row.DeadBatches++
+			}
+		})
 		w.DeadEvents -= int64(t.h.Events)
 		w.DeadBytes -= t.h.Bytes
 		if len(t.keep) == 0 {
@@ -120,16 +160,20 @@ func (s *Store) forgetDead(b buckets, r *request, w *writerState) error {
 	return nil
 }
 
-// clearRetryOf deletes the retry states saved for the batches that hold one of keys (sorted
-// ascending): such a batch is no longer the one its state describes. Few batches have a saved
-// state (those in flight), so each one's run is walked from its first key.
-func clearRetryOf(b buckets, keys [][]byte) error {
+// clearRetryOf deletes the retry states saved for the batches of source that hold one of keys
+// (sorted ascending): such a batch is no longer the one its state describes. Few batches have
+// a saved state (those in flight), so each one's run is walked from its first key.
+func clearRetryOf(b *buckets, source string, keys [][]byte) error {
+	bk := b.lookup(source)
+	if bk == nil {
+		return nil
+	}
 	gone := make(map[string]struct{}, len(keys))
 	for _, k := range keys {
 		gone[string(k)] = struct{}{}
 	}
 	holds := func(first []byte, count int) bool {
-		c := b.events.Cursor()
+		c := bk.Cursor()
 		k, _ := c.Seek(first)
 		for i := 0; k != nil && i < count; i, k = i+1, nextKey(c) {
 			if _, ok := gone[string(k)]; ok {
@@ -140,7 +184,7 @@ func clearRetryOf(b buckets, keys [][]byte) error {
 	}
 	var clear [][]byte
 	mc := b.meta.Cursor()
-	prefix := []byte(format.RetryPrefix)
+	prefix := []byte(format.RetryPrefixOf(source))
 	for mk, mv := mc.Seek(prefix); mk != nil && bytes.HasPrefix(mk, prefix); mk, mv = mc.Next() {
 		p, err := format.DecodeRecord(mv)
 		if err != nil || len(p) < 24 {
@@ -150,7 +194,7 @@ func clearRetryOf(b buckets, keys [][]byte) error {
 			clear = append(clear, append([]byte(nil), mk...))
 		}
 	}
-	if v := b.meta.Get(format.MetaRetry); v != nil {
+	if v := b.meta.Get(format.MetaRetry); v != nil && sourceName(source) == DefaultSource {
 		if p, err := format.DecodeRecord(v); err == nil && len(p) >= 24 && holds(p[:20], int(binary.BigEndian.Uint32(p[20:24]))) {
 			clear = append(clear, format.MetaRetry)
 		}
@@ -200,7 +244,7 @@ func (s *Store) Salt(ctx context.Context) ([]byte, error) {
 }
 
 // applySalt reads or creates the salt into r.info.
-func applySalt(b buckets, r *request) error {
+func applySalt(b *buckets, r *request) error {
 	if v := b.meta.Get(metaSalt); v != nil {
 		if p, err := format.DecodeRecord(v); err == nil && len(p) == saltBytes {
 			r.info = append([]byte(nil), p...)

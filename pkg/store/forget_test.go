@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/outboxhq/outbox/pkg/store"
@@ -61,7 +62,8 @@ func TestStore_Forget_DeletesQueuedAndDeadEventsOfTheUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (store.ForgetResult{Queued: 3, Dead: 3, DeadBatches: 1}); res != want {
+	if want := (store.ForgetResult{Queued: 3, Dead: 3, DeadBatches: 1,
+		Sources: map[string]store.SourceForgotten{"default": {Queued: 3, Dead: 3, DeadBatches: 1}}}); !reflect.DeepEqual(res, want) {
 		t.Fatalf("Forget = %+v, want %+v", res, want)
 	}
 	check := func(s *store.Store) {
@@ -111,7 +113,7 @@ func TestStore_Forget_MatchingNothingChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res != (store.ForgetResult{}) || s.Stats().Events != before.Events || s.Stats().Bytes != before.Bytes {
+	if !reflect.DeepEqual(res, store.ForgetResult{}) || s.Stats().Events != before.Events || s.Stats().Bytes != before.Bytes {
 		t.Fatalf("Forget of nobody = %+v, stats %+v", res, s.Stats())
 	}
 }
@@ -138,4 +140,29 @@ func mustKey(t *testing.T, id string) []byte {
 		t.Fatal(err)
 	}
 	return k.Bytes()
+}
+
+func TestStore_Forget_ReachesEverySource(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, t.TempDir(), store.Options{})
+	done := make(chan error, 1)
+	for i, src := range []string{"app-a", "app-b", store.DefaultSource} {
+		if err := s.AppendAwaitedIn(ctx, src, [][]byte{userEvent("gone", i), userEvent("kept", 10+i)}, func(err error) { done <- err }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.Forget(ctx, ofUser("gone"))
+	want := map[string]store.SourceForgotten{"app-a": {Queued: 1}, "app-b": {Queued: 1}, "default": {Queued: 1}}
+	if err != nil || res.Queued != 3 || !reflect.DeepEqual(res.Sources, want) {
+		t.Fatalf("forget: %+v, %v; want 3 queued events, one per source", res, err)
+	}
+	for _, st := range s.Sources() {
+		b, err := s.HeadIn(ctx, st.Name, 10, 1<<20)
+		if err != nil || st.Events != 1 || b.Len() != 1 || bytes.Contains(b.Events[0], []byte("gone")) {
+			t.Fatalf("source %s after forget: %d counted, batch %v, %v", st.Name, st.Events, b, err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"time"
 
 	"github.com/segmentio/ksuid"
@@ -82,4 +83,19 @@ func (r *intakeRing) reset() {
 		r.runs = nil
 	}
 	r.runs, r.off = r.runs[:0], 0
+}
+
+// at returns the intake time of k, a queued key at or after the head, without forgetting
+// anything: the precise time when k's run is remembered, else k's own second. Each source's
+// head asks it (timeOf keeps the runs of the oldest head, so those of every other source too).
+func (r *intakeRing) at(k ksuid.KSUID) time.Time {
+	if k.IsNil() {
+		return time.Time{}
+	}
+	live := r.runs[r.off:]
+	i, _ := slices.BinarySearchFunc(live, k, func(run intakeRun, k ksuid.KSUID) int { return ksuid.Compare(run.last, k) })
+	if i < len(live) && ksuid.Compare(live[i].first, k) <= 0 {
+		return live[i].at
+	}
+	return k.Time()
 }

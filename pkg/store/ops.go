@@ -2,50 +2,54 @@ package store
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	"github.com/segmentio/ksuid"
 )
 
 // apply runs one request inside the group's transaction, updating w.
-func (s *Store) apply(b buckets, r *request, w *writerState) error {
+func (s *Store) apply(b *buckets, r *request, w *writerState) error {
 	switch r.kind {
 	case opAppend:
-		return s.applyAppend(b, *r.block, r.count, r.need, w)
+		return s.applyAppend(b, r.source, *r.block, r.count, r.need, w)
 	case opDelete:
-		if err := deleteEvents(b, r.keys, w, nil); err != nil {
+		if err := s.deleteEvents(b, r.source, r.keys, w, nil); err != nil {
 			return err
 		}
 		if len(r.keys) > 0 {
-			return clearRetry(b, r.keys[0], r.keys[len(r.keys)-1])
+			return clearRetry(b, r.source, r.keys[0], r.keys[len(r.keys)-1])
 		}
 		return nil
+	case opPutMeta:
+		return b.meta.Put(r.keys[0], format.EncodeRecord(r.info))
 	case opDead:
-		return s.applyDead(b, r.keys, r.info, w)
+		return s.applyDead(b, r.source, r.keys, r.info, w)
 	case opRetry:
-		if b.events.Get(r.keys[0]) == nil {
+		if bk := b.lookup(r.source); bk == nil || bk.Get(r.keys[0]) == nil {
 			return nil
 		}
 		if err := clearLegacyRetry(b, r.keys[0]); err != nil {
 			return err
 		}
 		v := append(append([]byte(nil), r.keys[0]...), binary.BigEndian.AppendUint32(nil, uint32(r.count))...)
-		return b.meta.Put(retryKey(r.keys[0]), format.EncodeRecord(append(v, r.info...)))
+		return b.meta.Put(retryKey(r.source, r.keys[0]), format.EncodeRecord(append(v, r.info...)))
 	case opReplay:
 		return s.applyReplay(b, r, w)
 	case opPurge:
 		return s.applyPurge(b, r, w)
 	case opDropCorrupt:
 		n := w.Events
-		if err := deleteEvents(b, r.keys[:1], w, nil); err != nil {
+		if err := s.deleteEvents(b, r.source, r.keys[:1], w, nil); err != nil {
 			return err
 		}
 		if w.Events < n {
-			s.drop(w, ReasonChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]))
+			s.drop(w, ReasonChecksum, 1, "key", fmt.Sprintf("%x", r.keys[0]), "source", sourceName(r.source))
 		}
-		return clearRetry(b, r.keys[0], r.keys[0])
+		return clearRetry(b, r.source, r.keys[0], r.keys[0])
 	case opForget:
 		return s.applyForget(b, r, w)
 	case opSalt:
@@ -56,6 +60,11 @@ func (s *Store) apply(b buckets, r *request, w *writerState) error {
 		w.DeadBatches += r.delta.DeadBatches
 		w.DeadEvents += r.delta.DeadEvents
 		w.DeadBytes += r.delta.DeadBytes
+		for name, d := range r.srcDelta {
+			p := s.source(w, name, true)
+			p.events += d.Events
+			p.bytes += d.Bytes
+		}
 		return nil
 	}
 	return fmt.Errorf("unknown op %d", r.kind)
@@ -95,10 +104,16 @@ const blockEntryHeader = 4 + len(ksuid.Nil)
 
 // applyAppend stores the count events of block (need bytes in all; Append has already
 // refused events that could never fit, so eviction can always make room).
-func (s *Store) applyAppend(b buckets, block []byte, count int, need int64, w *writerState) error {
-	if err := s.admit(b, need, false, w); err != nil {
+func (s *Store) applyAppend(b *buckets, source string, block []byte, count int, need int64, w *writerState) error {
+	if err := s.admit(b, source, need, count, false, w); err != nil {
 		return err
 	}
+	bk, err := b.eventsOf(source)
+	if err != nil {
+		return err
+	}
+	src := s.source(w, source, false)
+	bucketName := format.EventsBucket(source)
 	now := s.opt.Now()
 	var first ksuid.KSUID
 	off := 0
@@ -114,15 +129,18 @@ func (s *Store) applyAppend(b buckets, block []byte, count int, need int64, w *w
 		off += len(k)
 		end := off + size
 		rec := block[off:end:end]
-		s.codec.Seal(rec, format.BucketEvents, key, &s.scratch)
-		if err := b.events.Put(key, rec); err != nil {
+		s.codec.Seal(rec, bucketName, key, &s.scratch)
+		if err := bk.Put(key, rec); err != nil {
 			return err
 		}
 		off = end
 		w.Events++
 		w.Bytes += int64(format.PayloadLen(rec))
 		w.enqueued++
+		src.events++
+		src.bytes += int64(size - format.RecordHeader)
 	}
+	src.tail = w.last
 	s.pendingRuns = append(s.pendingRuns, intakeRun{first: first, last: w.last, at: now})
 	return nil
 }
@@ -139,9 +157,37 @@ func (w *writerState) nextKey(now time.Time) ksuid.KSUID {
 	return w.last
 }
 
-// admit asks the policy whether need more bytes of events may be stored, and evicts from the
-// head what it says (counted as dropped).
-func (s *Store) admit(b buckets, need int64, replay bool, w *writerState) error {
+// admit asks the policy whether need more bytes (count events) of source's events may be
+// stored: first within the source's own share (admitSource), then within the queue's bound
+// (admitQueue).
+func (s *Store) admit(b *buckets, source string, need int64, count int, replay bool, w *writerState) error {
+	if err := s.admitSource(source, need, count, replay, w); err != nil {
+		return err
+	}
+	return s.admitQueue(b, need, replay, w)
+}
+
+// admitSource asks the policy whether need more bytes of source's events fit in the source's
+// own share. A refusal refuses only this source; an append refused is counted as dropped with
+// reason source_full (its caller is told to come back later).
+func (s *Store) admitSource(source string, need int64, count int, replay bool, w *writerState) error {
+	if s.opt.Policy == nil {
+		return nil
+	}
+	var stored int64
+	if p := w.sources[sourceName(source)]; p != nil {
+		stored = p.bytes
+	}
+	err := s.opt.Policy.AdmitSource(sourceName(source), stored, need)
+	if err != nil && errors.Is(err, errs.ErrSourceFull) && !replay {
+		s.drop(w, ReasonSourceFull, count, "source", sourceName(source))
+	}
+	return err
+}
+
+// admitQueue asks the policy whether need more bytes of events may be stored in the queue, and
+// evicts from the head what it says (counted as dropped).
+func (s *Store) admitQueue(b *buckets, need int64, replay bool, w *writerState) error {
 	if s.opt.Policy == nil {
 		return nil
 	}

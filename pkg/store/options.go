@@ -49,11 +49,12 @@ const (
 	ReasonChecksum     = "checksum"      // record failed its CRC at lease time
 	ReasonSuppressed   = "suppressed"    // dropped at intake: its user is on the suppress list (CountDropped)
 	ReasonPurged       = "purged"        // dead batch deleted by an operator (Purge)
+	ReasonSourceFull   = "source_full"   // refused: its source's share of the queue (sources.<name>.max_bytes) was full
 )
 
 // DropReasons returns every drop reason, in the order above: the keys Stats.Dropped may hold.
 func DropReasons() []string {
-	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonSuppressed, ReasonPurged}
+	return []string{ReasonDropOldest, ReasonDeadOverflow, ReasonChecksum, ReasonSuppressed, ReasonPurged, ReasonSourceFull}
 }
 
 func (o Options) withDefaults() Options {

@@ -16,6 +16,10 @@ type Policy interface {
 	// evict from the head first (0: none), or the error that refuses the events. replay is
 	// set for dead batches moved back to the queue.
 	Admit(stored, need int64, replay bool) (evict int64, err error)
+	// AdmitSource is asked before events of need bytes are stored in source, with the bytes
+	// that source holds now, before Admit: it returns errs.ErrSourceFull (wrapped) when the
+	// source's own share is full, which refuses only that source's events (never evicting).
+	AdmitSource(source string, stored, need int64) error
 	// DeadExcess is asked after a dead batch was stored, with the dead-letter bytes now: the
 	// store drops the oldest dead batches until that many bytes are gone.
 	DeadExcess(dead int64) (drop int64)

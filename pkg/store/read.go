@@ -16,6 +16,12 @@ import (
 // checksum is removed (counted as dropped, reason "checksum") and never
 // returned; a later failing record ends the batch before it.
 func (s *Store) Head(ctx context.Context, maxEvents, maxBytes int) (*Batch, error) {
+	return s.HeadIn(ctx, DefaultSource, maxEvents, maxBytes)
+}
+
+// HeadIn is Head of source's events ("" is DefaultSource); the batch carries the source's name.
+func (s *Store) HeadIn(ctx context.Context, source string, maxEvents, maxBytes int) (*Batch, error) {
+	source = sourceName(source)
 	if maxEvents <= 0 {
 		maxEvents = 1
 	}
@@ -23,22 +29,26 @@ func (s *Store) Head(ctx context.Context, maxEvents, maxBytes int) (*Batch, erro
 		var out *Batch
 		var bad []byte
 		err := s.view(func(tx *bolt.Tx) error {
-			out, bad = s.readHead(tx, maxEvents, maxBytes)
+			out, bad = s.readHead(tx, source, maxEvents, maxBytes)
 			return nil
 		})
 		if err != nil || bad == nil {
 			return out, err
 		}
-		if err := s.submit(ctx, &request{kind: opDropCorrupt, keys: [][]byte{bad}}); err != nil {
+		if err := s.submit(ctx, &request{kind: opDropCorrupt, source: source, keys: [][]byte{bad}}); err != nil {
 			return nil, err
 		}
 	}
 }
 
-func (s *Store) readHead(tx *bolt.Tx, maxEvents, maxBytes int) (*Batch, []byte) {
-	c := tx.Bucket(format.BucketEvents).Cursor()
+func (s *Store) readHead(tx *bolt.Tx, source string, maxEvents, maxBytes int) (*Batch, []byte) {
+	bk := tx.Bucket(format.EventsBucket(source))
+	if bk == nil {
+		return nil, nil
+	}
+	c := bk.Cursor()
 	k, v := c.First()
-	b, bad, _ := s.readRun(tx, c, k, v, runLimit{maxEvents, maxBytes})
+	b, bad, _ := s.readRun(tx, source, c, k, v, runLimit{maxEvents, maxBytes})
 	return b, bad
 }
 
@@ -52,23 +62,37 @@ func (s *Store) readHead(tx *bolt.Tx, maxEvents, maxBytes int) (*Batch, []byte) 
 // when the first event after after fails its checksum — Head, once the events before it are
 // gone, removes it. ReadAfter never writes.
 func (s *Store) ReadAfter(after []byte, maxEvents, maxBytes int) (b *Batch, more bool, err error) {
+	return s.ReadAfterIn(DefaultSource, after, maxEvents, maxBytes)
+}
+
+// ReadAfterIn is ReadAfter within source's events ("" is DefaultSource); a nil after reads
+// from the source's head, without removing a head record that fails its checksum (HeadIn
+// does). The batch carries the source's name.
+func (s *Store) ReadAfterIn(source string, after []byte, maxEvents, maxBytes int) (b *Batch, more bool, err error) {
+	source = sourceName(source)
 	if maxEvents <= 0 {
 		maxEvents = 1
 	}
 	err = s.view(func(tx *bolt.Tx) error {
-		b, more = s.readAfter(tx, after, maxEvents, maxBytes)
+		b, more = s.readAfter(tx, source, after, maxEvents, maxBytes)
 		return nil
 	})
 	return b, more, err
 }
 
-func (s *Store) readAfter(tx *bolt.Tx, after []byte, maxEvents, maxBytes int) (*Batch, bool) {
-	c := tx.Bucket(format.BucketEvents).Cursor()
-	k, v := c.Seek(after)
-	if k != nil && bytes.Equal(k, after) {
+func (s *Store) readAfter(tx *bolt.Tx, source string, after []byte, maxEvents, maxBytes int) (*Batch, bool) {
+	bk := tx.Bucket(format.EventsBucket(source))
+	if bk == nil {
+		return nil, false
+	}
+	c := bk.Cursor()
+	var k, v []byte
+	if after == nil {
+		k, v = c.First()
+	} else if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
 		k, v = c.Next()
 	}
-	b, bad, more := s.readRun(tx, c, k, v, runLimit{maxEvents, maxBytes})
+	b, bad, more := s.readRun(tx, source, c, k, v, runLimit{maxEvents, maxBytes})
 	if bad != nil {
 		return nil, true
 	}
@@ -88,12 +112,12 @@ type runLimit struct{ events, bytes int }
 // Keys are copied into one allocation and events into one pooled block (see Batch.Release): a
 // first walk over the run (which reads only the lengths) finds how many events the batch takes
 // and their size, so each is taken once at its size, rather than one allocation per event.
-func (s *Store) readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, bad []byte, more bool) {
+func (s *Store) readRun(tx *bolt.Tx, source string, c *bolt.Cursor, k, v []byte, lim runLimit) (b *Batch, bad []byte, more bool) {
 	maxEvents, maxBytes := lim.events, lim.bytes
 	if k == nil {
 		return nil, nil, false
 	}
-	retry, saved, stopAt := savedRetry(tx.Bucket(format.BucketMeta), k)
+	retry, saved, stopAt := savedRetry(tx.Bucket(format.BucketMeta), source, k)
 	if saved > 0 {
 		maxEvents, maxBytes = saved, -1
 	}
@@ -102,11 +126,12 @@ func (s *Store) readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) 
 	k, v = c.Seek(k)                  // back to the first key (k is still valid: the transaction holds its page)
 	keys := make([]byte, 0, n*len(k)) // every key is a KSUID: n of k's length
 	block := getBlock(size - cap(keys))
-	b = &Batch{keys: make([][]byte, 0, n), Events: make([][]byte, 0, n), events: block}
+	b = &Batch{keys: make([][]byte, 0, n), Events: make([][]byte, 0, n), events: block, Source: source}
 	b.Retry = retry // copied out of the map by savedRetry
 	arena := *block
 	defer func() { *block = arena }()
 	var scratch format.Scratch
+	bucketName := format.EventsBucket(source)
 	for ; k != nil && len(b.keys) < maxEvents; k, v = c.Next() {
 		if len(b.keys) > 0 && maxBytes >= 0 && b.Bytes+format.PayloadLen(v) > maxBytes {
 			return b, nil, true
@@ -115,7 +140,7 @@ func (s *Store) readRun(tx *bolt.Tx, c *bolt.Cursor, k, v []byte, lim runLimit) 
 		// step: a sealed record is opened straight into it.
 		n := len(arena)
 		var err error
-		arena, _, err = s.codec.Open(arena, format.BucketEvents, k, v, &scratch)
+		arena, _, err = s.codec.Open(arena, bucketName, k, v, &scratch)
 		if err != nil {
 			if len(b.keys) == 0 {
 				return nil, append([]byte(nil), k...), true
@@ -160,22 +185,23 @@ func runSize(c *bolt.Cursor, k, v []byte, maxEvents, maxBytes int, stopAt []byte
 // state (nil when none): a run read from k ends before it, so that every batch that was in
 // flight comes back whole with its own state after a restart, whatever was acknowledged
 // around it. The single head state of older files (format.MetaRetry) is honoured too.
-func savedRetry(meta *bolt.Bucket, k []byte) (retry []byte, count int, stopAt []byte) {
+func savedRetry(meta *bolt.Bucket, source string, k []byte) (retry []byte, count int, stopAt []byte) {
+	prefix := []byte(format.RetryPrefixOf(source))
 	if rv := meta.Get(format.MetaRetry); rv != nil {
 		if p, err := format.DecodeRecord(rv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
 			retry, count = append([]byte{}, p[24:]...), int(binary.BigEndian.Uint32(p[20:24]))
 		}
 	}
 	c := meta.Cursor()
-	mk, mv := c.Seek(retryKey(k))
-	if mk != nil && bytes.Equal(mk[len(format.RetryPrefix):], k) && bytes.HasPrefix(mk, []byte(format.RetryPrefix)) {
+	mk, mv := c.Seek(retryKey(source, k))
+	if mk != nil && bytes.HasPrefix(mk, prefix) && bytes.Equal(mk[len(prefix):], k) {
 		if p, err := format.DecodeRecord(mv); err == nil && len(p) >= 24 && bytes.Equal(p[:20], k) {
 			retry, count = append([]byte{}, p[24:]...), int(binary.BigEndian.Uint32(p[20:24]))
 		}
 		mk, _ = c.Next()
 	}
-	if mk != nil && bytes.HasPrefix(mk, []byte(format.RetryPrefix)) {
-		stopAt = append([]byte(nil), mk[len(format.RetryPrefix):]...)
+	if mk != nil && bytes.HasPrefix(mk, prefix) {
+		stopAt = append([]byte(nil), mk[len(prefix):]...)
 	}
 	return retry, count, stopAt
 }

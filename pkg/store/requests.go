@@ -49,7 +49,18 @@ func (s *Store) Append(ctx context.Context, events [][]byte) error {
 // ctx bounds only that hand-off: once accepted, the events are committed
 // whatever becomes of ctx.
 func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)) error {
-	return s.appendAsync(ctx, false, events, cb)
+	return s.appendAsync(ctx, DefaultSource, false, events, cb)
+}
+
+// AppendAsyncIn is AppendAsync into source's FIFO ("" is DefaultSource). Past the source's
+// own share cb gets errs.ErrSourceFull (wrapped), which refuses only that source.
+func (s *Store) AppendAsyncIn(ctx context.Context, source string, events [][]byte, cb func(error)) error {
+	return s.appendAsync(ctx, source, false, events, cb)
+}
+
+// AppendAwaitedIn is AppendAwaited into source's FIFO ("" is DefaultSource).
+func (s *Store) AppendAwaitedIn(ctx context.Context, source string, events [][]byte, cb func(error)) error {
+	return s.appendAsync(ctx, source, true, events, cb)
 }
 
 // AppendAwaited is AppendAsync for a caller that waits for cb (Append, and the layers
@@ -58,12 +69,12 @@ func (s *Store) AppendAsync(ctx context.Context, events [][]byte, cb func(error)
 // knows such a caller will come back with its next request as soon as it is answered, and
 // lets it join the next group (see run).
 func (s *Store) AppendAwaited(ctx context.Context, events [][]byte, cb func(error)) error {
-	return s.appendAsync(ctx, true, events, cb)
+	return s.appendAsync(ctx, DefaultSource, true, events, cb)
 }
 
 // appendAsync is the one intake path of the store: every append, waited for or not, is
 // handed to the writer here.
-func (s *Store) appendAsync(ctx context.Context, awaited bool, events [][]byte, cb func(error)) error {
+func (s *Store) appendAsync(ctx context.Context, source string, awaited bool, events [][]byte, cb func(error)) error {
 	if len(events) == 0 {
 		cb(nil)
 		return nil
@@ -75,7 +86,7 @@ func (s *Store) appendAsync(ctx context.Context, awaited bool, events [][]byte, 
 	if e := s.failed.Load(); e != nil {
 		return e
 	}
-	r.ctx, r.cb, r.awaited = context.Background(), cb, awaited
+	r.ctx, r.cb, r.awaited, r.source = context.Background(), cb, awaited, sourceName(source)
 	if awaited {
 		r.ctx = ctx
 	}
@@ -130,13 +141,29 @@ func (s *Store) appendRequest(r *request, events [][]byte) error {
 // batches that start between the first and the last), in one transaction. Missing keys are
 // ignored.
 func (s *Store) Delete(ctx context.Context, keys [][]byte) error {
-	return s.submit(ctx, &request{kind: opDelete, keys: keys})
+	return s.DeleteIn(ctx, DefaultSource, keys)
+}
+
+// DeleteIn is Delete within source's events ("" is DefaultSource).
+func (s *Store) DeleteIn(ctx context.Context, source string, keys [][]byte) error {
+	return s.submit(ctx, &request{kind: opDelete, source: sourceName(source), keys: keys})
 }
 
 // MoveDead moves the events with these keys into one dead batch carrying
 // info (its Body cut to MaxBodySnippet), in one transaction.
 func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info DeadInfo) error {
-	return s.submit(ctx, &request{kind: opDead, keys: keys, info: encodeDeadInfo(info)})
+	return s.MoveDeadIn(ctx, DefaultSource, keys, info)
+}
+
+// MoveDeadIn is MoveDead within source's events ("" is DefaultSource): the dead batch records
+// its source (DeadInfo.Source), and Replay puts it back into that source.
+func (s *Store) MoveDeadIn(ctx context.Context, source string, keys [][]byte, info DeadInfo) error {
+	source = sourceName(source)
+	info.Source = ""
+	if source != DefaultSource {
+		info.Source = source // the default source is left out: a dead batch as earlier files hold it
+	}
+	return s.submit(ctx, &request{kind: opDead, source: source, keys: keys, info: encodeDeadInfo(info)})
 }
 
 // SaveRetry stores state, opaque bytes of the caller's encoding (pkg/queue's), as the retry
@@ -144,7 +171,12 @@ func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info DeadInfo) erro
 // batches in flight; Head and ReadAfter return that batch whole, with state in Batch.Retry.
 // It is ignored when headKey is no longer stored.
 func (s *Store) SaveRetry(ctx context.Context, headKey []byte, count int, state []byte) error {
-	return s.submit(ctx, &request{kind: opRetry, keys: [][]byte{headKey}, count: count, info: state})
+	return s.SaveRetryIn(ctx, DefaultSource, headKey, count, state)
+}
+
+// SaveRetryIn is SaveRetry for a batch of source ("" is DefaultSource).
+func (s *Store) SaveRetryIn(ctx context.Context, source string, headKey []byte, count int, state []byte) error {
+	return s.submit(ctx, &request{kind: opRetry, source: sourceName(source), keys: [][]byte{headKey}, count: count, info: state})
 }
 
 // Replay moves dead batches (all when ids is empty) back to the tail of the

@@ -18,7 +18,8 @@ import (
 // evictBeyond is a Policy that keeps at most max event bytes, evicting from the head.
 type evictBeyond struct{ max int64 }
 
-func (p evictBeyond) Fits(int64) error { return nil }
+func (p evictBeyond) Fits(int64) error                       { return nil }
+func (p evictBeyond) AdmitSource(string, int64, int64) error { return nil }
 func (p evictBeyond) Admit(stored, need int64, _ bool) (int64, error) {
 	return max(stored+need-p.max, 0), nil
 }
@@ -75,7 +76,7 @@ func TestEvictOldest_TakesTheRetryStatesOfEvictedBatchesWithIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := retryStates(t, s)
-	want := []string{string(retryKey(all.Keys()[20]))}
+	want := []string{string(retryKey(DefaultSource, all.Keys()[20]))}
 	if len(got) != 1 || got[0] != want[0] {
 		t.Fatalf("retry states after evicting the first batch and half the second: %q, want only the third's %q", got, want)
 	}
@@ -127,7 +128,7 @@ func TestHead_ReadsTheStatesAndDeadInfoAnOlderBuildWrote(t *testing.T) {
 		if err := meta.Put(format.MetaRetry, saved(keys[0], 4, headJSON)); err != nil {
 			return err
 		}
-		if err := meta.Put(retryKey(keys[4]), saved(keys[4], 3, nextJSON)); err != nil {
+		if err := meta.Put(retryKey(DefaultSource, keys[4]), saved(keys[4], 3, nextJSON)); err != nil {
 			return err
 		}
 		dead := format.EncodeRecord(format.EncodeDead([]byte(infoJSON), [][]byte{[]byte(`{"messageId":"d0"}`)}))

@@ -117,7 +117,16 @@ func rewrite(db *bolt.DB, from, to format.Codec, need func(v []byte) bool, durin
 		return 0, 0, err
 	}
 	var scratch format.Scratch
-	for _, name := range [][]byte{format.BucketEvents, format.BucketDead} {
+	names := [][]byte{format.BucketDead}
+	if err := db.View(func(tx *bolt.Tx) error { // every source's events bucket, and dead
+		return eventBuckets(tx, func(src string, _ *bolt.Bucket) error {
+			names = append(names, format.EventsBucket(src))
+			return nil
+		})
+	}); err != nil {
+		return 0, 0, err
+	}
+	for _, name := range names {
 		var next []byte // where the next chunk starts; nil: the first key
 		for more := true; more; {
 			more = false

@@ -44,15 +44,17 @@ type Store struct {
 	checking atomic.Bool
 	codec    format.Codec // seals and opens the records of events and dead (seal.go)
 
-	w            writerState    // owned by the writer goroutine
-	group        []*request     // owned by the writer goroutine: the requests of the transaction being built
-	held         *request       // owned by the writer goroutine: a compaction request taken, run after the group
-	pendingDrops []pendingDrop  // owned by the writer goroutine
-	pendingRuns  []intakeRun    // owned by the writer goroutine: runs appended by this group
-	intake       intakeRing     // owned by the writer goroutine
-	cs           compactState   // owned by the writer goroutine
-	fill         fillState      // owned by the writer goroutine: how long a group waits for callers coming back
-	scratch      format.Scratch // owned by the writer goroutine: the additional data of the record it seals or opens
+	w            writerState     // owned by the writer goroutine
+	group        []*request      // owned by the writer goroutine: the requests of the transaction being built
+	held         *request        // owned by the writer goroutine: a compaction request taken, run after the group
+	pendingDrops []pendingDrop   // owned by the writer goroutine
+	pendingRuns  []intakeRun     // owned by the writer goroutine: runs appended by this group
+	intake       intakeRing      // owned by the writer goroutine
+	cs           compactState    // owned by the writer goroutine
+	fill         fillState       // owned by the writer goroutine: how long a group waits for callers coming back
+	srcCloned    bool            // owned by the writer goroutine: the group has its own copy of w.sources
+	srcDirty     map[string]bool // owned by the writer goroutine: sources the group changed → their head may have moved
+	scratch      format.Scratch  // owned by the writer goroutine: the additional data of the record it seals or opens
 
 	// awaitedQueued counts the AppendAwaited requests handed to the writer's channel and not
 	// yet taken into a group (see fillState).
@@ -81,6 +83,7 @@ type writerState struct {
 	enqueued    int64
 	compactions int64
 	dropped     map[string]int64 // never modified in place: shared with pub (see addDropped)
+	sources     sources          // per source; never modified in place once published (see Store.source)
 }
 
 // addDropped counts n more events dropped for reason. The map is shared by
@@ -234,13 +237,20 @@ func (s *Store) load(db *bolt.DB, seal format.SealSet) (err error) {
 			return err
 		}
 		w.Counts = c
-		ec := tx.Bucket(format.BucketEvents).Cursor()
-		if k, _ := ec.First(); k != nil {
-			w.head, _ = ksuid.FromBytes(k)
-			w.headTime = w.head.Time() // appended by an earlier process: its second
+		if w.sources, err = loadSources(tx, c); err != nil {
+			return err
 		}
-		if k, _ := ec.Last(); k != nil {
-			w.last, _ = ksuid.FromBytes(k)
+		for _, p := range w.sources {
+			if !p.head.IsNil() && (w.head.IsNil() || ksuid.Compare(p.head, w.head) < 0) {
+				w.head = p.head
+			}
+			if ksuid.Compare(p.tail, w.last) > 0 {
+				w.last = p.tail
+			}
+		}
+		w.headTime = w.head.Time() // appended by an earlier process: its second
+		if w.head.IsNil() {
+			w.headTime = time.Time{}
 		}
 		s.cs.lastHW = tx.Size()
 		if k, _ := tx.Bucket(format.BucketDead).Cursor().Last(); k != nil {

@@ -27,24 +27,30 @@ const (
 	opCompact
 	opForget // forget.go
 	opSalt   // forget.go
+	opPutMeta
 )
 
 // request is one unit of work for the writer. Logical failures (errs.ErrQueueFull,
 // errs.ErrTooLarge, errs.ErrNotFound) are detected before the op writes anything, so
 // they fail only their own request; any other error aborts the whole group.
 type request struct {
-	ctx   context.Context
-	kind  opKind
-	block *[]byte       // append: per event its record's length, a 20-byte key slot, its record (built by appendBlock; pooled)
-	need  int64         // append: sum of len(events)
-	keys  [][]byte      // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
-	info  []byte        // dead: info; retry: state
-	count int           // append: events in block; retry: events in the batch
-	delta format.Counts // fixCounts
-	n     int           // result: events (append, replay) or batches (purge) affected
-	err   error
-	done  chan error  // sync requests: receives err
-	cb    func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
+	ctx  context.Context
+	kind opKind
+	// source is the source the request's events belong to (append, delete, dead, retry,
+	// dropCorrupt; "" is DefaultSource).
+	source string
+	block  *[]byte       // append: per event its record's length, a 20-byte key slot, its record (built by appendBlock; pooled)
+	need   int64         // append: sum of len(events)
+	keys   [][]byte      // delete, dead, retry, dropCorrupt: event keys; replay, purge: dead ids
+	info   []byte        // dead: info; retry: state
+	count  int           // append: events in block; retry: events in the batch
+	delta  format.Counts // fixCounts
+	// srcDelta is fixCounts' correction of each source's counters (Events and Bytes).
+	srcDelta map[string]format.Counts
+	n        int // result: events (append, replay) or batches (purge) affected
+	err      error
+	done     chan error  // sync requests: receives err
+	cb       func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
 
 	awaited bool // append: its caller waits for cb (AppendAwaited) and will come back once answered
 
@@ -179,6 +185,8 @@ func (s *Store) commitGroup() {
 	w := s.w
 	s.pendingDrops = s.pendingDrops[:0]
 	s.pendingRuns = s.pendingRuns[:0]
+	s.srcCloned = false
+	clear(s.srcDirty)
 	fail := func(err error) {
 		for _, r := range s.group {
 			if r.err == nil || !isLogical(r.err) {
@@ -199,7 +207,6 @@ func (s *Store) commitGroup() {
 	defer s.guardGroup(tx)
 	s.noteHighWater(tx.Size())
 	b := newBuckets(tx)
-	headDirty := false
 	added := 0
 	defer f.stop(s)
 	for i := 0; ; i++ {
@@ -216,15 +223,11 @@ func (s *Store) commitGroup() {
 			r.err = err
 			continue
 		}
-		before := w.Events
 		r.err = s.apply(b, r, &w)
 		if r.err != nil && !isLogical(r.err) {
 			_ = tx.Rollback()
 			fail(fmt.Errorf("store: write: %w", r.err))
 			return
-		}
-		if r.kind != opAppend || w.Events < before+int64(r.count) {
-			headDirty = true // something was deleted (or evicted)
 		}
 		if r.kind == opAppend && r.err == nil {
 			added += r.count
@@ -233,11 +236,8 @@ func (s *Store) commitGroup() {
 			added += r.n
 		}
 	}
-	newHead := headDirty || (s.w.Events == 0 && w.Events > 0)
-	if newHead {
-		w.head = b.head()
-	}
-	if err := b.meta.Put(format.MetaCounts, format.EncodeRecord(format.EncodeCounts(w.Counts))); err != nil {
+	newHead := s.sourceHeads(b, &w)
+	if err := s.putCounts(b, &w); err != nil {
 		_ = tx.Rollback()
 		fail(fmt.Errorf("store: write counters: %w", err))
 		return
@@ -256,6 +256,11 @@ func (s *Store) commitGroup() {
 	}
 	if newHead {
 		w.headTime = s.intake.timeOf(w.head)
+		for name, moved := range s.srcDirty {
+			if p := w.sources[name]; moved && p != nil {
+				p.headTime = s.intake.at(p.head)
+			}
+		}
 	}
 	freed := w.Bytes < s.w.Bytes
 	shrunk := freed || w.DeadBytes < s.w.DeadBytes
@@ -290,13 +295,16 @@ func (s *Store) commitGroup() {
 	}
 }
 
-// buckets are the handles of one write transaction.
+// buckets are the handles of one write transaction: the default source's events, the dead
+// letters and meta, and the events buckets of the other sources as they are used (eventsOf).
 type buckets struct {
+	tx                 *bolt.Tx
 	events, dead, meta *bolt.Bucket
+	src                map[string]*bolt.Bucket
 }
 
-func newBuckets(tx *bolt.Tx) buckets {
-	b := buckets{events: tx.Bucket(format.BucketEvents), dead: tx.Bucket(format.BucketDead), meta: tx.Bucket(format.BucketMeta)}
+func newBuckets(tx *bolt.Tx) *buckets {
+	b := &buckets{tx: tx, events: tx.Bucket(format.BucketEvents), dead: tx.Bucket(format.BucketDead), meta: tx.Bucket(format.BucketMeta)}
 	// Keys only ever grow, so pages can be filled completely instead of the
 	// default half: ~1.6× faster appends and a much smaller file.
 	b.events.FillPercent = 1.0

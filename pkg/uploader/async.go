@@ -80,13 +80,13 @@ func (c *Client) EnqueueAsync(ctx context.Context, done func(error), events ...a
 // event.Normalize or event.ParseBatch); it does not validate them again. It copies the
 // events' bytes before it returns, so the caller may reuse their buffer at once.
 func (c *Client) EnqueueNormalizedAsync(ctx context.Context, done func(error), events ...[]byte) error {
-	return c.enqueueNormalized(ctx, false, done, events)
+	return c.enqueueNormalized(ctx, DefaultSource, false, done, events)
 }
 
 // enqueueNormalized is the client's one intake path: every call, waited for (awaited: ctx then
 // bounds its commit too, see queue.EnqueueAwaited) or not, reserves its pending bytes here and
 // is answered through the dispatcher.
-func (c *Client) enqueueNormalized(ctx context.Context, awaited bool, done func(error), events [][]byte) error {
+func (c *Client) enqueueNormalized(ctx context.Context, source string, awaited bool, done func(error), events [][]byte) error {
 	call := asyncCall{done: done, events: int64(len(events))}
 	for _, e := range events {
 		call.bytes += int64(len(e))
@@ -105,9 +105,9 @@ func (c *Client) enqueueNormalized(ctx context.Context, awaited bool, done func(
 	cb := func(err error) { c.answered(answer, err) }
 	var err error
 	if awaited {
-		err = c.q.EnqueueAwaited(ctx, cb, events...)
+		err = c.q.EnqueueAwaitedIn(ctx, source, cb, events...)
 	} else {
-		err = c.q.EnqueueAsync(ctx, cb, events...)
+		err = c.q.EnqueueAsyncIn(ctx, source, cb, events...)
 	}
 	if err == nil {
 		return nil

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/outboxhq/outbox/pkg/delivery"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -54,7 +54,7 @@ func (w *worker) attempt(b *queue.Lease, bud *budget.Budget, first time.Time, pr
 	retryCount := bud.Attempts()
 	ctx, cancel := context.WithTimeout(w.runCtx, w.settings().timeout)
 	start := time.Now()
-	o := w.dest.Send(ctx, delivery.Batch{Events: events, Retry: retryCount, Prepared: pre})
+	o := w.dest.Send(ctx, delivery.Batch{Events: events, Source: b.Source, Retry: retryCount, Prepared: pre})
 	w.forgets.endSend()
 	took := time.Since(start)
 	cancel()
@@ -87,7 +87,7 @@ func (w *worker) attempt(b *queue.Lease, bud *budget.Budget, first time.Time, pr
 	w.board.count(func(c *Counters) { c.Requests++ })
 
 	t := &tried{b: b, bud: bud, o: o, first: first,
-		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Code: resultCode(o), Error: string(o.NetError)}}
+		info: BatchInfo{Events: len(b.Events), Bytes: o.Bytes, Attempts: retryCount + 1, Status: o.Status, Code: resultCode(o), Error: string(o.NetError), Source: b.Source}}
 	n := w.route(t)
 	if w.hooks.OnAttempt != nil {
 		w.hooks.OnAttempt(AttemptInfo{Events: len(b.Events), Code: resultCode(o), Duration: took, Retry: retryCount, Path: pathOf(n)})

@@ -24,14 +24,15 @@ import (
 // Flush, Close, Stats); the worker (worker.go) is the consumer side. It is safe for concurrent
 // use.
 type Client struct {
-	cfg    Config
-	q      *queue.Queue
-	w      *worker
-	http   *httpdest.Destination // the one Open built (nil with WithDestination): Reconfigure rekeys it
-	board  *board
-	log    *slog.Logger
-	hooks  Hooks
-	evOpts event.Options
+	cfg     Config
+	q       *queue.Queue
+	w       *worker
+	http    *httpdest.Destination // the one Open built (nil with WithDestination): Reconfigure rekeys it
+	sources *sources              // the configured and relay sources (sources.go)
+	board   *board
+	log     *slog.Logger
+	hooks   Hooks
+	evOpts  event.Options
 
 	mu     sync.Mutex // guards closed and async
 	closed bool       // Close has begun: Enqueue, EnqueueAsync and Flush return errs.ErrClosed
@@ -75,12 +76,21 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		}
 		return nil, err
 	}
+	srcs := newSources(cfg.Sources)
+	if deliver := o.hooks.OnDelivered; true {
+		o.hooks.OnDelivered = func(b BatchInfo) { // every source's last delivery, for Stats
+			srcs.delivered(b.Source, o.clock.Now())
+			if deliver != nil {
+				deliver(b)
+			}
+		}
+	}
 	dest := o.destination
 	var hd *httpdest.Destination
 	if dest == nil {
 		warnMissingWriteKey(o.logger, cfg.Upload, o.hook)
 		var err error
-		if hd, err = newHTTPDestination(cfg.Upload, o); err != nil {
+		if hd, err = newHTTPDestination(cfg.Upload, srcs.route, o); err != nil {
 			return nil, err
 		}
 		dest = hd
@@ -93,6 +103,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		evOpts: event.Options{Limits: event.Limits{MaxEventBytes: cfg.Limits.MaxEventBytes}},
 
 		http:        hd,
+		sources:     srcs,
 		credentials: cfg.Upload.WriteKey,
 		headers:     maps.Clone(cfg.Upload.Headers),
 	}
@@ -108,6 +119,11 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("uploader: %w", err) // queue.Open says "open queue: …"
 	}
 	c.q = q
+	if err := srcs.load(q); err != nil {
+		_ = q.Close()
+		_ = dest.Close()
+		return nil, fmt.Errorf("uploader: %w", err)
+	}
 	c.w = &worker{
 		q:        q,
 		dest:     dest,
@@ -139,16 +155,18 @@ func queueConfig(cfg Config, o options) (queue.Config, error) {
 		return queue.Config{}, fmt.Errorf("uploader: %w: %w", errs.ErrInvalidConfig, &errs.KeyError{Key: "queue.encryption.key_files", Err: err})
 	}
 	return queue.Config{
-		Keys:         keys,
-		MaxBytes:     cfg.Queue.MaxBytes,
-		WhenFull:     queue.WhenFull(cfg.Queue.WhenFull),
-		NoSync:       cfg.Queue.Sync == "none",
-		DeadMaxBytes: cfg.Dead.MaxBytes,
-		Logger:       o.logger,
-		OnCommit:     o.hooks.OnCommit,
-		OnDrop:       o.hooks.OnDrop,
-		OnCorrupt:    o.hooks.OnCorrupt,
-		Now:          now,
+		Keys:           keys,
+		MaxBytes:       cfg.Queue.MaxBytes,
+		WhenFull:       queue.WhenFull(cfg.Queue.WhenFull),
+		NoSync:         cfg.Queue.Sync == "none",
+		DeadMaxBytes:   cfg.Dead.MaxBytes,
+		SourceMaxBytes: cfg.Sources.sourceMaxBytes(),
+		Quantum:        int64(cfg.Batch.MaxBytes),
+		Logger:         o.logger,
+		OnCommit:       o.hooks.OnCommit,
+		OnDrop:         o.hooks.OnDrop,
+		OnCorrupt:      o.hooks.OnCorrupt,
+		Now:            now,
 	}, nil
 }
 
@@ -177,11 +195,16 @@ func (c *Client) Enqueue(ctx context.Context, events ...any) error {
 // holds nothing of the events' bytes (the store copies them before the call returns), so the
 // caller may reuse their buffer (the agent reuses its request bodies this way).
 func (c *Client) EnqueueNormalized(ctx context.Context, events ...[]byte) error {
+	return c.enqueueNormalizedWait(ctx, DefaultSource, events)
+}
+
+// enqueueNormalizedWait is EnqueueNormalized into source.
+func (c *Client) enqueueNormalizedWait(ctx context.Context, source string, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
 	answer := make(chan error, 1) // holds the answer when the caller has gone (ctx ended)
-	if err := c.enqueueNormalized(ctx, true, func(err error) { answer <- err }, events); err != nil {
+	if err := c.enqueueNormalized(ctx, source, true, func(err error) { answer <- err }, events); err != nil {
 		return err
 	}
 	select {

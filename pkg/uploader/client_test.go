@@ -115,7 +115,7 @@ func TestOpen_LockedDataDirSaysOpenQueueOnce(t *testing.T) {
 }
 
 func TestDropReasons_NameEveryDropReason(t *testing.T) {
-	want := []string{"drop_oldest", "dead_overflow", "checksum", "suppressed", "purged"} // Stats.Queue.Dropped keys, metric labels
+	want := []string{"drop_oldest", "dead_overflow", "checksum", "suppressed", "purged", "source_full"} // Stats.Queue.Dropped keys, metric labels
 	if got := uploader.DropReasons(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("DropReasons() = %v, want %v", got, want)
 	}

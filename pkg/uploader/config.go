@@ -67,6 +67,9 @@ type Config struct {
 	Queue   QueueConfig   `mapstructure:"queue"`
 	Dead    DeadConfig    `mapstructure:"dead"`
 	Privacy PrivacyConfig `mapstructure:"privacy"` // scrub rules and suppress list (privacy.go)
+	// Sources are the sources besides the default one, and relay mode (sources.go). Zero →
+	// one source, the default one, as upload.* describes it.
+	Sources SourcesConfig `mapstructure:"sources"`
 }
 
 // LimitsConfig is the limits.* section.
@@ -159,6 +162,9 @@ func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 // withDefaults fills zero values with their defaults.
 func (c Config) withDefaults() Config {
+	if c.Sources.Max == 0 {
+		c.Sources.Max = DefaultMaxSources
+	}
 	setStr := func(p *string, d string) {
 		if *p == "" {
 			*p = d
@@ -238,6 +244,7 @@ func (c Config) Validate() error {
 	if c.Upload.MaxConcurrency < 0 || c.Upload.MaxConcurrency > 1024 {
 		bad("upload.max_concurrency", c.Upload.MaxConcurrency, "must be between 1 and 1024")
 	}
+	problems = append(problems, c.Sources.validate()...)
 	if c.Upload.CAFile != "" {
 		if _, err := httpdest.LoadCAFile(c.Upload.CAFile); err != nil {
 			problems = append(problems, &errs.KeyError{Key: "upload.ca_file", Err: err})

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -21,10 +23,6 @@ import (
 // in flight hold none of them once Forget returns. The worker's part is one hook around each
 // send (attempt.go): while a forget runs no send starts, the sends in progress are waited for,
 // and a batch read before a forget is sent without the events it removed.
-
-// DefaultSource names the one source of events a client has. Forget reports per source, so
-// that a client with several sources reports one row each.
-const DefaultSource = "default"
 
 // ErrNoSuppressFile is returned by Forget with Suppress, and by Unsuppress, when
 // privacy.suppress_file is not set: there is no list to edit.
@@ -67,6 +65,20 @@ func (r ForgetRequest) matcher() event.UserMatcher {
 // ForgetResult is what Forget removed, per source of events.
 type ForgetResult struct {
 	Sources []SourceForgotten // one per source, in name order: DefaultSource for a client
+}
+
+// forgetResult is the queue's answer as rows: one per source that lost an event, in name
+// order; one row of DefaultSource when nothing matched.
+func forgetResult(res queue.ForgetResult) ForgetResult {
+	if len(res.Sources) == 0 {
+		return ForgetResult{Sources: []SourceForgotten{{Source: DefaultSource}}}
+	}
+	var out ForgetResult
+	for _, name := range slices.Sorted(maps.Keys(res.Sources)) {
+		r := res.Sources[name]
+		out.Sources = append(out.Sources, SourceForgotten{Source: name, Queued: r.Queued, Dead: r.Dead, DeadBatches: r.DeadBatches})
+	}
+	return out
 }
 
 // SourceForgotten is what Forget removed from one source's events.
@@ -118,7 +130,7 @@ func (c *Client) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, e
 	if err != nil {
 		return ForgetResult{}, err
 	}
-	out := ForgetResult{Sources: []SourceForgotten{{Source: DefaultSource, Queued: res.Queued, Dead: res.Dead, DeadBatches: res.DeadBatches}}}
+	out := forgetResult(res)
 	c.w.signal() // the head may have moved
 	auditForget(ctx, c.log, c.q, c.priv.Load().hashKey, req, out)
 	return out, nil
@@ -148,7 +160,7 @@ func (o *Offline) Forget(ctx context.Context, req ForgetRequest, log *slog.Logge
 	if err != nil {
 		return ForgetResult{}, err
 	}
-	out := ForgetResult{Sources: []SourceForgotten{{Source: DefaultSource, Queued: res.Queued, Dead: res.Dead, DeadBatches: res.DeadBatches}}}
+	out := forgetResult(res)
 	if log != nil {
 		auditForget(ctx, log, o.q, p.hashKey, req, out)
 	}

@@ -18,6 +18,7 @@ type BatchInfo struct {
 	Status   int    // last HTTP status, 0 when the last attempt got none
 	Code     string // the last attempt's result code, as AttemptInfo.Code
 	Error    string // last network error class ("never_sent", "maybe_sent"), if any
+	Source   string // the source the batch's events belong to
 }
 
 // AttemptInfo describes one upload attempt.

@@ -19,6 +19,8 @@ type Stats struct {
 	// AuthPause says whether delivery is paused because the destination refuses our
 	// credentials, since when, and the key to fix.
 	AuthPause AuthPauseStats
+	// Sources are each source's queued events and last delivery, by name (sources.go).
+	Sources []SourceStats
 }
 
 // QueueStats describes the events waiting.
@@ -30,7 +32,8 @@ type QueueStats struct {
 	// by queue.when_full: drop_oldest), "dead_overflow" (in a dead batch dropped past
 	// dead.max_bytes), "checksum" (a record that failed its CRC-32C; never uploaded),
 	// "suppressed" (an event of a user on the suppress list, dropped at intake), "purged" (in a
-	// dead batch an operator purged).
+	// dead batch an operator purged), "source_full" (refused at intake: its source's share of
+	// the queue, sources.<name>.max_bytes, was full).
 	Dropped map[string]int64
 	// PendingEvents and PendingBytes are the events (and their normalised bytes) that
 	// EnqueueAsync accepted and whose done has not been called yet: not yet committed.
@@ -164,6 +167,7 @@ func (c *Client) Stats() Stats {
 	}
 	fillQueueStats(&s, qs, c.w.clock.Now())
 	s.Queue.PendingEvents, s.Queue.PendingBytes = c.pending()
+	s.Sources = c.sourceStats(c.w.clock.Now())
 	return s
 }
 

@@ -15,6 +15,9 @@ import (
 // CheckResult is what a full check found.
 type CheckResult struct {
 	Actual, Stored format.Counts
+	// ActualSources and StoredSources are each source's events and bytes (Events and Bytes
+	// only), counted and as meta holds them (the default source's: the totals less the others').
+	ActualSources, StoredSources map[string]format.Counts
 	// Seal is what the events and dead records are: the keys that sealed them, and whether a
 	// plain one is among them (the exact seal set).
 	Seal format.SealSet
@@ -68,6 +71,8 @@ func CheckRecords(db *bolt.DB, kr *keyring.Keyring, plainOK bool, quit <-chan st
 				return err
 			}
 		}
+		res.ActualSources, res.StoredSources = map[string]format.Counts{}, map[string]format.Counts{}
+		def := format.Counts{Events: res.Stored.Events, Bytes: res.Stored.Bytes}
 		n := 0
 		aborted := func() bool {
 			n++
@@ -81,20 +86,47 @@ func CheckRecords(db *bolt.DB, kr *keyring.Keyring, plainOK bool, quit <-chan st
 				return false
 			}
 		}
-		if b := tx.Bucket(format.BucketEvents); b != nil {
+		if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			src, ok := format.SourceOfBucket(name)
+			if !ok {
+				return nil
+			}
+			var got format.Counts
 			c := b.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
-				p, err := open(format.BucketEvents, k, v)
+				p, err := open(name, k, v)
 				if err != nil {
-					return fmt.Errorf("event %s: %w", format.KeyString(k), err)
+					return fmt.Errorf("event %s of source %s: %w", format.KeyString(k), src, err)
 				}
-				res.Actual.Events++
-				res.Actual.Bytes += int64(len(p))
+				got.Events++
+				got.Bytes += int64(len(p))
 				if aborted() {
 					return ErrCheckAborted
 				}
 			}
+			res.Actual.Events += got.Events
+			res.Actual.Bytes += got.Bytes
+			res.ActualSources[src] = got
+			if src != format.DefaultSource {
+				var stored format.Counts
+				if meta := tx.Bucket(format.BucketMeta); meta != nil {
+					if v := meta.Get(format.SourceCountsKey(src)); v != nil {
+						e, n, err := format.DecodeSourceCounts(v)
+						if err != nil {
+							return fmt.Errorf("source %s: %w", src, err)
+						}
+						stored = format.Counts{Events: e, Bytes: n}
+					}
+				}
+				res.StoredSources[src] = stored
+				def.Events -= stored.Events
+				def.Bytes -= stored.Bytes
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
+		res.StoredSources[format.DefaultSource] = def
 		if b := tx.Bucket(format.BucketDead); b != nil {
 			c := b.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {

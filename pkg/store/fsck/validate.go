@@ -141,10 +141,10 @@ func (v *validator) rootBuckets(root uint64) error {
 		}
 	}
 	walk(root)
-	if len(names) == 0 || slices.Equal(names, []string{string(format.BucketDead), string(format.BucketEvents), string(format.BucketMeta)}) {
+	if len(names) == 0 || isOutboxRoot(names) {
 		return nil
 	}
-	return fmt.Errorf("%w: page %d: the file's root holds %q, not outbox's buckets dead, events and meta", ErrDamaged, root, names)
+	return fmt.Errorf("%w: page %d: the file's root holds %q, not outbox's buckets dead, events and meta (and events.<source>)", ErrDamaged, root, names)
 }
 
 // metaVersionOK reports whether the meta page at off carries bbolt's format version.
@@ -348,4 +348,17 @@ func (v *validator) freelist(id uint64) error {
 		seen[f] = true
 	}
 	return nil
+}
+
+// isOutboxRoot reports whether names (sorted, as the root holds them) are outbox's buckets:
+// dead, events and meta, and an events.<source> bucket per source other than the default one.
+func isOutboxRoot(names []string) bool {
+	var rest []string
+	for _, n := range names {
+		if src, ok := format.SourceOfBucket([]byte(n)); ok && src != format.DefaultSource {
+			continue
+		}
+		rest = append(rest, n)
+	}
+	return slices.Equal(rest, []string{string(format.BucketDead), string(format.BucketEvents), string(format.BucketMeta)})
 }

@@ -5,10 +5,14 @@
 //
 // # Buckets
 //
-//	events  KSUID (20 bytes) → record(event bytes)          FIFO by key
-//	dead    KSUID (20 bytes) → record(info + events)        one dead batch
+//	events         KSUID (20 bytes) → record(event bytes)   FIFO by key: the source "default"
+//	events.<name>  KSUID (20 bytes) → record(event bytes)   FIFO of the source <name> (sources.go)
+//	dead    KSUID (20 bytes) → record(info + events)        one dead batch (info names its source)
 //	meta    "counts"         → record(5 × u64 totals)       updated by every commit
+//	        "n/"+name        → record(2 × u64)              a source's events and bytes (not default's)
+//	        "s/"+name        → record(source registry entry) a relay source's upload key and endpoint
 //	        "r/"+KSUID       → record(head key, count, state) retry state of a batch in flight
+//	        "r.<name>/"+KSUID → the same, for a batch of the source <name>
 //	        "retry"          → the same, for the head batch only (files of earlier versions)
 //	        "format"         → record(1)
 //	        "seal"           → record(flags, key ids)   which keys may have sealed a record (sealset.go)
