@@ -247,7 +247,7 @@ func (s *salvaged) scanLeaves(f *pageFile, afterEvent, afterDead []byte) {
 			if !ok {
 				return
 			}
-			rec := kv{append([]byte(nil), k...), append([]byte(nil), v...), p}
+			rec := kv{k: append([]byte(nil), k...), v: append([]byte(nil), v...), p: p}
 			if bytes.Equal(bucket, format.BucketDead) {
 				if h, err := format.DecodeDeadHeader(p); err == nil {
 					if evs, err := format.DeadEvents(h); err == nil && deadSize(evs) == len(h.Body) {

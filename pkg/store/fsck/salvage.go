@@ -3,6 +3,7 @@ package fsck
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
@@ -16,8 +17,13 @@ import (
 // key order into a fresh file (writeSalvage) with the counters recomputed.
 
 // kv is one salvaged record: its key, its whole record bytes and, for events and dead
-// batches, its payload (opened when sealed).
-type kv struct{ k, v, p []byte }
+// batches, its payload (opened when sealed); for an event, its source too (from its bucket's
+// name; "" for the default source, and for an event a page scan found, whose bucket is not
+// known).
+type kv struct {
+	k, v, p []byte
+	src     string
+}
 
 type salvaged struct {
 	codec format.Codec // opens sealed records (with the keys recover was given)
@@ -28,7 +34,7 @@ type salvaged struct {
 	scratch      format.Scratch
 	events, dead []kv
 	retry        []byte
-	retries      []kv           // per-batch retry states (retryKey)
+	retries      []kv           // per-batch retry states of every source and the source registry, kept as they are
 	stored       *format.Counts // the file's counters; nil when unreadable
 	badRecords   int
 	badPages     int
@@ -82,7 +88,11 @@ func (s *salvaged) open(name, k, v []byte) (bucket, p []byte, ok bool) {
 			}
 			return nil, nil, false
 		}
-		for _, b := range [][]byte{format.BucketEvents, format.BucketDead} {
+		candidates := [][]byte{format.BucketEvents, format.BucketDead}
+		if src, ok := format.SourceOfBucket(name); ok && src != format.DefaultSource {
+			candidates = [][]byte{name} // a source's bucket: its tag binds that bucket's name
+		}
+		for _, b := range candidates {
 			if len(name) > 0 && (bytes.Equal(name, format.BucketEvents) || bytes.Equal(name, format.BucketDead)) && !bytes.Equal(name, b) {
 				continue
 			}
@@ -96,9 +106,10 @@ func (s *salvaged) open(name, k, v []byte) (bucket, p []byte, ok bool) {
 	if err != nil {
 		return nil, nil, false
 	}
+	if _, ok := format.SourceOfBucket(name); ok {
+		return name, p, true // the events bucket of the default source or of another
+	}
 	switch {
-	case bytes.Equal(name, format.BucketEvents):
-		return format.BucketEvents, p, true
 	case bytes.Equal(name, format.BucketDead) || isDeadPayload(p):
 		return format.BucketDead, p, true
 	}
@@ -137,7 +148,9 @@ func salvage(data []byte, codec format.Codec) salvaged {
 				switch {
 				case bytes.Equal(k, format.MetaRetry):
 					s.retry = rec.v
-				case bytes.HasPrefix(k, []byte(format.RetryPrefix)):
+				case bytes.HasPrefix(k, []byte(format.RetryPrefix)), bytes.HasPrefix(k, []byte("r.")), bytes.HasPrefix(k, []byte("s/")):
+					// A retry state (of the default source, or "r.<name>/" of another) or a
+					// source registry entry ("s/<name>").
 					s.retries = append(s.retries, rec)
 				case bytes.Equal(k, format.MetaCounts):
 					if c, err := format.ReadCounts(oneValue(val)); err == nil {
@@ -155,7 +168,10 @@ func salvage(data []byte, codec format.Codec) salvaged {
 				s.badRecords++
 				return
 			}
-			rec := kv{append([]byte(nil), k...), append([]byte(nil), val...), p}
+			rec := kv{k: append([]byte(nil), k...), v: append([]byte(nil), val...), p: p}
+			if src, ok := format.SourceOfBucket(bucket); ok && src != format.DefaultSource {
+				rec.src = src
+			}
 			if bytes.Equal(bucket, format.BucketDead) {
 				if !isDeadPayload(p) {
 					s.badRecords++
@@ -222,16 +238,39 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 		}
 		return nil
 	}
-	sal.events = sortKV(sal.events, sal.reseal(format.BucketEvents))
-	sal.dead = sortKV(sal.dead, sal.reseal(format.BucketDead))
-	if err := put(format.BucketEvents, sal.events, func(r kv) {
-		note(r)
-		c.Events++
-		c.Bytes += int64(len(r.p))
-		rep.Saved++
-	}); err != nil {
-		return err
+	// A page scan does not know an event's bucket: one it found that the tree walk found in
+	// another source's bucket is a stale copy of that event, and stays out of the default
+	// source (its key would send it under the default source's credentials).
+	inSource := map[string]bool{}
+	for _, r := range sal.events {
+		if r.src != "" {
+			inSource[string(r.k)] = true
+		}
 	}
+	bySource := map[string][]kv{}
+	for _, r := range sal.events {
+		if r.src == "" && inSource[string(r.k)] {
+			continue
+		}
+		bySource[r.src] = append(bySource[r.src], r)
+	}
+	perSource := map[string]format.Counts{}
+	for _, src := range slices.Sorted(maps.Keys(bySource)) {
+		bucket := format.EventsBucket(src)
+		if err := put(bucket, sortKV(bySource[src], sal.reseal(bucket)), func(r kv) {
+			note(r)
+			c.Events++
+			c.Bytes += int64(len(r.p))
+			sc := perSource[src]
+			sc.Events++
+			sc.Bytes += int64(len(r.p))
+			perSource[src] = sc
+			rep.Saved++
+		}); err != nil {
+			return err
+		}
+	}
+	sal.dead = sortKV(sal.dead, sal.reseal(format.BucketDead))
 	if err := put(format.BucketDead, sal.dead, func(r kv) {
 		note(r)
 		h, _ := format.DecodeDeadHeader(r.p)
@@ -264,6 +303,14 @@ func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
 		}
 		if err := meta.Put(format.MetaSeal, format.EncodeRecord(format.EncodeSealSet(seal))); err != nil {
 			return err
+		}
+		for src, sc := range perSource {
+			if src == "" {
+				continue // the default source's counters are the totals less the others'
+			}
+			if err := meta.Put(format.SourceCountsKey(src), format.EncodeRecord(format.EncodeSourceCounts(sc.Events, sc.Bytes))); err != nil {
+				return err
+			}
 		}
 		return meta.Put(format.MetaCounts, format.EncodeRecord(format.EncodeCounts(c)))
 	})
@@ -355,7 +402,7 @@ func sortKV(r []kv, reseal func(kv) kv) []kv {
 		last, _ := ksuid.FromBytes(out[len(out)-1].k)
 		for _, rec := range moved {
 			last = last.Next()
-			out = append(out, reseal(kv{append([]byte(nil), last.Bytes()...), rec.v, rec.p}))
+			out = append(out, reseal(kv{k: append([]byte(nil), last.Bytes()...), v: rec.v, p: rec.p, src: rec.src}))
 		}
 	}
 	return out
