@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -79,5 +80,32 @@ func TestRecover_KeepsEverySourceAndTheRegistry(t *testing.T) {
 				t.Fatalf("registry after recover: %v, %v", recs, err)
 			}
 		})
+	}
+}
+
+// A queue whose only sealed records are another source's is refused without its key, as the
+// default source's would be: they are never opened with the wrong key and dropped as damage.
+func TestEncryption_MissingKeyIsRefusedWhenOnlyAnotherSourceHoldsRecords(t *testing.T) {
+	dir := t.TempDir()
+	a := testKeys(t, 1)
+	s := mustOpen(t, dir, store.Options{Keys: a})
+	done := make(chan error, 1)
+	if err := s.AppendAwaitedIn(context.Background(), "app-a", [][]byte{[]byte(`{"e":"a1"}`)}, func(err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := rawFile(t, dir)
+	_, err := store.Open(dir, store.Options{Keys: testKeys(t, 2)})
+	var me *keyring.MissingError
+	if !errors.As(err, &me) || len(me.IDs) != 1 || me.IDs[0] != a.IDs()[0] {
+		t.Fatalf("open with another key = %v, want a *keyring.MissingError naming %s", err, a.IDs()[0])
+	}
+	if !bytes.Equal(rawFile(t, dir), before) {
+		t.Fatal("the data file changed")
 	}
 }

@@ -38,9 +38,17 @@ func checkKeys(db *bolt.DB, path string, kr *keyring.Keyring) (ks keyState, err 
 		}
 	}()
 	err = db.View(func(tx *bolt.Tx) error {
-		meta, events, dead := tx.Bucket(format.BucketMeta), tx.Bucket(format.BucketEvents), tx.Bucket(format.BucketDead)
+		meta := tx.Bucket(format.BucketMeta)
+		// Every bucket of records: each source's events (format.SourceOfBucket) and the dead.
+		var records []*bolt.Bucket
+		_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			if _, ok := format.SourceOfBucket(name); ok || bytes.Equal(name, format.BucketDead) {
+				records = append(records, b)
+			}
+			return nil
+		})
 		empty := true
-		for _, b := range []*bolt.Bucket{events, dead} {
+		for _, b := range records {
 			if b != nil {
 				if k, _ := b.Cursor().First(); k != nil {
 					empty = false
@@ -55,7 +63,7 @@ func checkKeys(db *bolt.DB, path string, kr *keyring.Keyring) (ks keyState, err 
 			}
 		}
 		if len(set.Missing(kr)) > 0 {
-			set = exactSealSet(events, dead) // the set may name a key no record uses any more
+			set = exactSealSet(records...) // the set may name a key no record uses any more
 		}
 		if missing := set.Missing(kr); len(missing) > 0 {
 			return &keyring.MissingError{Path: path, IDs: missing, Plain: kr.Len() == 0}
