@@ -72,12 +72,13 @@ func (a *Agent) ingest(w http.ResponseWriter, r *http.Request, single bool, pars
 	// copied them once EnqueueNormalized returns, committed or not: the buffer is free again
 	// when the handler is done.
 	defer body.release()
-	if ok, c, key := bodyKeyAllowed(r, body.Bytes()); !ok {
-		a.refuse.refused(r, key)
+	ok, c, bodyKey := bodyKeyAllowed(r, body.Bytes())
+	if !ok {
+		a.refuse.refused(r, bodyKey)
 		unauthorized(w, c)
 		return
 	}
-	source, ok := a.selectSource(w, r, body.Bytes())
+	source, ok := a.selectSource(w, r, body.Bytes(), bodyKey)
 	if !ok {
 		return
 	}

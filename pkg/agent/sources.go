@@ -60,9 +60,12 @@ func (c Config) credentialKeys() []string {
 
 // ingestKey is the request's ingest write key: its Basic auth username, else the body's
 // top-level writeKey; "" when it has neither.
-func ingestKey(r *http.Request, body []byte) string {
+func ingestKey(r *http.Request, body []byte, bodyKey string) string {
 	if user, _, ok := r.BasicAuth(); ok && user != "" {
 		return user
+	}
+	if bodyKey != "" {
+		return bodyKey // already read from the body by the credential check
 	}
 	key, _ := event.WriteKey(body)
 	return key
@@ -70,12 +73,12 @@ func ingestKey(r *http.Request, body []byte) string {
 
 // selectSource returns the source the request's events go to; false when the request was
 // answered (429 past sources.max, 503 when the relay source could not be saved).
-func (a *Agent) selectSource(w http.ResponseWriter, r *http.Request, body []byte) (string, bool) {
+func (a *Agent) selectSource(w http.ResponseWriter, r *http.Request, body []byte, bodyKey string) (string, bool) {
 	src := a.cfg.Sources
 	if len(src.Keys) == 0 && !src.Relay {
 		return uploader.DefaultSource, true
 	}
-	key := ingestKey(r, body)
+	key := ingestKey(r, body, bodyKey)
 	if key == "" {
 		return uploader.DefaultSource, true
 	}

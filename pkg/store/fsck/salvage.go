@@ -3,13 +3,11 @@ package fsck
 import (
 	"bytes"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/outboxhq/outbox/pkg/store/internal/format"
 	"github.com/outboxhq/outbox/pkg/store/keyring"
 	"github.com/segmentio/ksuid"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Salvage: every record of a damaged file whose checksum verifies, found by following the
@@ -70,50 +68,6 @@ func safeSalvage(data []byte, codec format.Codec) (s salvaged, err error) {
 		}
 	}()
 	return salvage(data, codec), nil
-}
-
-// open reads the record v under key k of an events or dead bucket whose name may be damaged
-// (name is then neither): the payload and which bucket it belongs to. A sealed record says so
-// itself (its tag binds the bucket); a plain one whose bucket is unknown is a dead batch when
-// its payload is one. A sealed record whose key is not given is counted in missing (while
-// countMissing) and is unreadable.
-func (s *salvaged) open(name, k, v []byte) (bucket, p []byte, ok bool) {
-	if id, sealed := format.SealedBy(v); sealed {
-		if _, have := s.codec.Keys().Find(id); !have {
-			if s.countMissing {
-				if s.missing == nil {
-					s.missing = map[keyring.ID]int{}
-				}
-				s.missing[id]++
-			}
-			return nil, nil, false
-		}
-		candidates := [][]byte{format.BucketEvents, format.BucketDead}
-		if src, ok := format.SourceOfBucket(name); ok && src != format.DefaultSource {
-			candidates = [][]byte{name} // a source's bucket: its tag binds that bucket's name
-		}
-		for _, b := range candidates {
-			if len(name) > 0 && (bytes.Equal(name, format.BucketEvents) || bytes.Equal(name, format.BucketDead)) && !bytes.Equal(name, b) {
-				continue
-			}
-			if _, p, err := s.codec.OpenSealed(nil, b, k, v, &s.scratch); err == nil {
-				return b, p, true
-			}
-		}
-		return nil, nil, false
-	}
-	p, err := format.DecodeRecord(v)
-	if err != nil {
-		return nil, nil, false
-	}
-	if _, ok := format.SourceOfBucket(name); ok {
-		return name, p, true // the events bucket of the default source or of another
-	}
-	switch {
-	case bytes.Equal(name, format.BucketDead) || isDeadPayload(p):
-		return format.BucketDead, p, true
-	}
-	return format.BucketEvents, p, true
 }
 
 // salvage collects every record whose CRC verifies from the three buckets,
@@ -202,169 +156,6 @@ func salvage(data []byte, codec format.Codec) salvaged {
 		s.scanLeaves(f, lastEvent, lastDead)
 	}
 	return s
-}
-
-func writeSalvage(db *bolt.DB, sal salvaged, rep *Report) error {
-	var c format.Counts
-	var seal format.SealSet
-	note := func(r kv) {
-		if id, ok := format.SealedBy(r.v); ok {
-			seal = seal.With(id)
-		} else {
-			seal.Plain = true
-		}
-	}
-	put := func(name []byte, recs []kv, each func(kv)) error {
-		for len(recs) > 0 {
-			n := min(len(recs), 10000)
-			chunk := recs[:n]
-			recs = recs[n:]
-			if err := db.Update(func(tx *bolt.Tx) error {
-				b, err := tx.CreateBucketIfNotExists(name)
-				if err != nil {
-					return err
-				}
-				b.FillPercent = 1.0
-				for _, r := range chunk {
-					if err := b.Put(r.k, r.v); err != nil {
-						return err
-					}
-					each(r)
-				}
-				return nil
-			}); err != nil {
-				return fmt.Errorf("recover: write: %w", err)
-			}
-		}
-		return nil
-	}
-	// A page scan does not know an event's bucket: one it found that the tree walk found in
-	// another source's bucket is a stale copy of that event, and stays out of the default
-	// source (its key would send it under the default source's credentials).
-	inSource := map[string]bool{}
-	for _, r := range sal.events {
-		if r.src != "" {
-			inSource[string(r.k)] = true
-		}
-	}
-	bySource := map[string][]kv{}
-	for _, r := range sal.events {
-		if r.src == "" && inSource[string(r.k)] {
-			continue
-		}
-		bySource[r.src] = append(bySource[r.src], r)
-	}
-	perSource := map[string]format.Counts{}
-	for _, src := range slices.Sorted(maps.Keys(bySource)) {
-		bucket := format.EventsBucket(src)
-		if err := put(bucket, sortKV(bySource[src], sal.reseal(bucket)), func(r kv) {
-			note(r)
-			c.Events++
-			c.Bytes += int64(len(r.p))
-			sc := perSource[src]
-			sc.Events++
-			sc.Bytes += int64(len(r.p))
-			perSource[src] = sc
-			rep.Saved++
-		}); err != nil {
-			return err
-		}
-	}
-	sal.dead = sortKV(sal.dead, sal.reseal(format.BucketDead))
-	if err := put(format.BucketDead, sal.dead, func(r kv) {
-		note(r)
-		h, _ := format.DecodeDeadHeader(r.p)
-		c.DeadBatches++
-		c.DeadEvents += int64(h.Events)
-		c.DeadBytes += h.Bytes
-		rep.DeadSaved++
-	}); err != nil {
-		return err
-	}
-	return db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{format.BucketEvents, format.BucketDead, format.BucketMeta} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(format.BucketMeta)
-		if sal.retry != nil {
-			if err := meta.Put(format.MetaRetry, sal.retry); err != nil {
-				return err
-			}
-		}
-		for _, r := range sal.retries {
-			if err := meta.Put(r.k, r.v); err != nil {
-				return err
-			}
-		}
-		if err := meta.Put(format.MetaFormat, format.EncodeRecord([]byte{1})); err != nil {
-			return err
-		}
-		if err := meta.Put(format.MetaSeal, format.EncodeRecord(format.EncodeSealSet(seal))); err != nil {
-			return err
-		}
-		for src, sc := range perSource {
-			if src == "" {
-				continue // the default source's counters are the totals less the others'
-			}
-			if err := meta.Put(format.SourceCountsKey(src), format.EncodeRecord(format.EncodeSourceCounts(sc.Events, sc.Bytes))); err != nil {
-				return err
-			}
-		}
-		return meta.Put(format.MetaCounts, format.EncodeRecord(format.EncodeCounts(c)))
-	})
-}
-
-// resolveMissing tells a record sealed with a key that was not given from a damaged one: a
-// damaged key id names a key the file never used. The file's seal set (meta "seal") names every
-// key that may have sealed a record; an id outside it is damage (the walk counted the record
-// unreadable already). When the
-// set cannot be read, every unknown id is taken as a key that was not given: recover then
-// refuses rather than drop records it could read with that key.
-func (s *salvaged) resolveMissing(data []byte, m metaInfo) {
-	if len(s.missing) == 0 {
-		return
-	}
-	set, ok := s.storedSealSet(data, m)
-	if !ok {
-		return
-	}
-	for id := range s.missing {
-		if !set.Has(id) {
-			delete(s.missing, id)
-		}
-	}
-}
-
-// storedSealSet reads the seal set from the meta bucket of the tree at m.
-func (s *salvaged) storedSealSet(data []byte, m metaInfo) (set format.SealSet, ok bool) {
-	f := &pageFile{data: data, pageSize: m.pageSize, seen: map[uint64]bool{}}
-	f.walk(m.root, 0, func(flags uint32, name, v []byte) {
-		if flags&bucketLeafFlag == 0 || !bytes.Equal(name, format.BucketMeta) {
-			return
-		}
-		_ = f.walkBucket(v, func(k, val []byte) {
-			if bytes.Equal(k, format.MetaSeal) {
-				if got, present, err := format.ReadSealSet(oneValue(val)); err == nil && present {
-					set, ok = got, true
-				}
-			}
-		})
-	})
-	return set, ok
-}
-
-// reseal returns how a record of bucket given a new key is sealed for it: a sealed record is
-// sealed again (under the sealing key) for its new key, which its tag binds; a plain one is
-// kept as it is.
-func (s *salvaged) reseal(bucket []byte) func(kv) kv {
-	return func(r kv) kv {
-		if _, sealed := format.SealedBy(r.v); sealed && s.codec.Sealing() {
-			r.v = s.codec.Encode(bucket, r.k, r.p)
-		}
-		return r
-	}
 }
 
 // isDeadPayload reports whether p is a well-formed dead batch.
