@@ -103,7 +103,15 @@ func (q *Queue) enqueue(ctx context.Context, source string, events [][]byte) err
 // the source is the one whose turn it is (deficit round robin by bytes, drr.go); the batch
 // names it (Batch.Source).
 func (q *Queue) Lease(ctx context.Context, maxEvents, maxBytes int) (*Lease, error) {
-	src := q.turns.next(q.pending(store.Chain{}))
+	return q.LeaseSkipping(ctx, maxEvents, maxBytes, nil)
+}
+
+// LeaseSkipping is Lease among the sources for which skip (nil: none) returns false: the
+// consumer's way to pass over a source it holds (a Retry-After of its write key, refused
+// credentials, an outage of its endpoint) without that source's events holding up the
+// others'. A skipped source keeps its place in its own FIFO; it takes no turn while skipped.
+func (q *Queue) LeaseSkipping(ctx context.Context, maxEvents, maxBytes int, skip func(source string) bool) (*Lease, error) {
+	src := q.turns.next(q.pending(store.Chain{}, skip))
 	if src == "" {
 		return nil, nil
 	}
@@ -163,11 +171,19 @@ func (q *Queue) Stats() Stats { return q.s.Stats() }
 // fails its checksum: Lease, once prev has left the queue, removes that event and goes on.
 // A nil or empty prev returns ErrNoBatch.
 func (q *Queue) LeaseAfter(prev *Lease, maxEvents, maxBytes int) (l *Lease, more bool, err error) {
+	return q.LeaseAfterSkipping(prev, maxEvents, maxBytes, nil)
+}
+
+// LeaseAfterSkipping is LeaseAfter among the sources for which skip (nil: none) returns
+// false (see LeaseSkipping); more counts only the events of sources not skipped after the
+// batch's own. The chain keeps how far it has read a skipped source, so once no longer
+// skipped that source goes on where it was.
+func (q *Queue) LeaseAfterSkipping(prev *Lease, maxEvents, maxBytes int, skip func(source string) bool) (l *Lease, more bool, err error) {
 	if prev.empty() {
 		return nil, false, ErrNoBatch
 	}
 	chain := prev.Chain.With(prev.Source, prev.Keys()[len(prev.Keys())-1])
-	src := q.turns.next(q.pending(chain))
+	src := q.turns.next(q.pending(chain, skip))
 	if src == "" {
 		return nil, false, nil
 	}
@@ -178,7 +194,7 @@ func (q *Queue) LeaseAfter(prev *Lease, maxEvents, maxBytes int) (l *Lease, more
 	q.turns.charge(src, int64(b.Bytes))
 	b.Chain = chain.With(src, b.Keys()[len(b.Keys())-1])
 	if !more {
-		more = len(q.pending(b.Chain)) > 0
+		more = len(q.pending(b.Chain, skip)) > 0
 	}
 	return q.lease(b), more, nil
 }

@@ -21,11 +21,12 @@ type SourceStats = store.SourceStats
 // from memory.
 func (q *Queue) Sources() []SourceStats { return q.s.Sources() }
 
-// pending returns the sources that hold events after what chain has read of them.
-func (q *Queue) pending(chain store.Chain) []string {
+// pending returns the sources that hold events after what chain has read of them, but for
+// those skip (nil: none) passes over.
+func (q *Queue) pending(chain store.Chain, skip func(string) bool) []string {
 	var out []string
 	for _, st := range q.s.Sources() {
-		if chain.Pending(st) {
+		if chain.Pending(st) && (skip == nil || !skip(st.Name)) {
 			out = append(out, st.Name)
 		}
 	}

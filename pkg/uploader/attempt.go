@@ -19,6 +19,7 @@ const (
 	nextPause          // a failure that spends no budget: pause, then try again
 	nextStop           // the worker must exit (Close's deadline)
 	nextRefused        // our credentials were refused: the gate holds the batch until a probe
+	nextLeft           // after Close, the batch's source is held past the deadline: the batch stays queued, the others go on
 )
 
 // next is what follows one attempt.
@@ -78,7 +79,7 @@ func (w *worker) attempt(b *queue.Lease, bud *budget.Budget, first time.Time, pr
 		w.gate.finish(id, &o, took)
 	}
 	if o.Class == delivery.ClassSuccess {
-		w.resumed()
+		w.resumed(sourceOf(b))
 	}
 	w.recordResult(resultCode(o), o.Class == delivery.ClassSuccess)
 	if o.Class == delivery.ClassAborted {
@@ -147,7 +148,7 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 		w.log.Warn("save retry state", "error", err)
 	}
 	if path == PathRateLimit {
-		w.gate.pauseUntil(w.clock.Now().Add(wait)) // a Retry-After holds every batch, not this one alone
+		w.gate.pauseUntil(sourceOf(t.b), w.clock.Now().Add(wait)) // a Retry-After holds every batch of the source (its write key), not this one alone
 	}
 	w.board.count(func(c *Counters) {
 		if path == PathRateLimit {
@@ -236,4 +237,12 @@ func abortedCode(err error) string {
 		return "config_error"
 	}
 	return "aborted"
+}
+
+// sourceOf is the source of b's events ("" in a batch is the default source).
+func sourceOf(b *queue.Lease) string {
+	if b == nil || b.Source == "" {
+		return DefaultSource
+	}
+	return b.Source
 }

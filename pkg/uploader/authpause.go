@@ -3,8 +3,10 @@ package uploader
 import (
 	"errors"
 	"fmt"
-	"github.com/outboxhq/outbox/pkg/delivery"
+	"slices"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/delivery"
 )
 
 // AuthPauseStats describes a pause of delivery on refused credentials (upload.on_auth_failure:
@@ -18,62 +20,92 @@ type AuthPauseStats struct {
 	Message   string    // who refuses, and what to fix, as the warn log says it (never the credential)
 }
 
-// refuse records a refusal of our credentials in the gate's hold (hold.refuse).
-func (g *gate) refuse(code, key string) (began, warn bool) {
+// refuse records a refusal of source's credentials in its hold (hold.refuse).
+func (g *gate) refuse(source, code, key string) (began, warn bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	began, warn = g.hold.refuse(g.clock.Now(), code, key)
+	began, warn = g.sourceLocked(source).hold.refuse(g.clock.Now(), code, key)
 	g.notifyLocked()
 	return began, warn
 }
 
-// resumeAuth ends the hold on refused credentials after a success: every batch may go again.
-// It returns when the hold had begun, false when there was none.
-func (g *gate) resumeAuth() (since time.Time, was bool) {
+// resumeAuth ends source's hold on refused credentials after a success: every batch of it
+// may go again. It returns when the hold had begun, false when there was none.
+func (g *gate) resumeAuth(source string) (since time.Time, was bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	since, was = g.hold.resume()
+	since, was = g.sourceLocked(source).hold.resume()
 	if was {
 		g.notifyLocked()
 	}
 	return since, was
 }
 
-// probeNow moves the next probe of refused credentials to now; false when delivery is not
-// held on them.
+// probeNow moves the next probe of every source held on refused credentials to now; false
+// when none is.
 func (g *gate) probeNow() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.hold.probeNow(g.clock.Now()) {
-		return false
+	now, any := g.clock.Now(), false
+	for _, sg := range g.sources {
+		if sg.hold.probeNow(now) {
+			any = true
+		}
 	}
-	g.notifyLocked()
-	return true
+	if any {
+		g.notifyLocked()
+	}
+	return any
 }
 
-// authStats returns the hold on refused credentials as Stats shows it.
-func (g *gate) authStats() AuthPauseStats {
+// authStats returns source's hold on refused credentials as Stats shows it.
+func (g *gate) authStats(source string) AuthPauseStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	a := g.hold.auth
-	if !a.on {
+	sg := g.sources[source]
+	if sg == nil || !sg.hold.auth.on {
 		return AuthPauseStats{}
 	}
+	a := sg.hold.auth
 	return AuthPauseStats{Paused: true, Since: a.since, Code: a.code, Key: a.key, NextProbe: a.probeAt}
 }
 
-// authPause returns the pause as Stats and Flush show it, with its message.
+// authHeld returns the sources held on refused credentials, by name.
+func (g *gate) authHeld() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for name, sg := range g.sources {
+		if sg.hold.auth.on {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// authPause returns the pause on refused credentials as Stats and Flush show it: the default
+// source's when it is paused, else the first paused source's by name (each source's own is
+// in Stats().Sources).
 func (c *Client) authPause() AuthPauseStats {
-	a := c.w.gate.authStats()
+	held := c.w.gate.authHeld()
+	if len(held) == 0 {
+		return AuthPauseStats{}
+	}
+	source := held[0]
+	if slices.Contains(held, DefaultSource) {
+		source = DefaultSource
+	}
+	a := c.w.gate.authStats(source)
 	if a.Paused {
-		a.Message = c.w.authMessage(a.Code, a.Key)
+		a.Message = c.w.authMessage(source, a.Code, a.Key)
 	}
 	return a
 }
 
-// probeAuthNow makes a paused uploader try the head batch at once instead of at the next
-// probe: the credentials were just changed (a reload of upload.write_key or upload.headers).
-// It does nothing when delivery is not paused.
+// probeAuthNow makes every source paused on refused credentials try its head batch at once
+// instead of at the next probe: the credentials were just changed (a reload of
+// upload.write_key, upload.headers or a source's keys). It does nothing when none is paused.
 func (c *Client) probeAuthNow() {
 	if c.w.gate.probeNow() {
 		c.log.Info("credentials changed; probing the destination now")
@@ -84,41 +116,49 @@ func (c *Client) probeAuthNow() {
 // upload.on_auth_failure: pause. The batch stays queued with its budget untouched (no retry
 // counted, no X-Retry-Count); the gate holds it, as the head's probe or behind it.
 func (w *worker) refused(t *tried) next {
-	code, key := resultCode(t.o), w.authKey(t.o)
-	began, warn := w.gate.refuse(code, key)
+	source := sourceOf(t.b)
+	code, key := resultCode(t.o), w.authKey(source, t.o)
+	began, warn := w.gate.refuse(source, code, key)
 	w.board.count(func(c *Counters) { c.AuthRefusals++ })
 	if warn {
 		// describe is what the destination said (a status and a body snippet, a SASL error):
 		// never our credential, which no answer carries.
-		w.log.Warn(w.authMessage(code, key)+"; delivery is paused, the queue kept", "began", began,
+		w.log.Warn(w.authMessage(source, code, key)+"; delivery of the source is paused, the queue kept", "source", source, "began", began,
 			"probe_every", authProbeInterval.String(), "answer", describe(t.o))
 	}
 	return next{kind: nextRefused, err: asError(t.o)}
 }
 
-// resumed ends a pause on refused credentials after a success, and says so.
-func (w *worker) resumed() {
-	if since, was := w.gate.resumeAuth(); was {
-		w.log.Info("the destination accepts our credentials again; delivery resumes",
+// resumed ends source's pause on refused credentials after a success, and says so.
+func (w *worker) resumed(source string) {
+	if since, was := w.gate.resumeAuth(source); was {
+		w.log.Info("the destination accepts our credentials again; delivery resumes", "source", source,
 			"paused_for", w.clock.Now().Sub(since).Round(time.Second).String())
 	}
 }
 
-// authKey is the configuration key behind refused credentials: a destination's own (a
-// *ConfigError's Key, as pkg/kafka sets it), else upload.write_key, or upload.headers when
-// only they carry a credential.
-func (w *worker) authKey(o delivery.Outcome) string {
+// authKey is the configuration key behind source's refused credentials: a destination's own
+// (a *ConfigError's Key, as pkg/kafka sets it), else for the default source upload.write_key,
+// or upload.headers when only they carry a credential, and for another source its own key
+// (sources.go: credentialKey).
+func (w *worker) authKey(source string, o delivery.Outcome) string {
 	if ce := (*delivery.ConfigError)(nil); errors.As(o.Err, &ce) && ce.Key != "" {
 		return ce.Key
 	}
-	return w.settings().authKey
+	if source == DefaultSource || w.sources == nil {
+		return w.settings().authKey
+	}
+	return w.sources.credentialKey(source)
 }
 
-// authMessage says who refuses what and what to do (never the credential itself).
-func (w *worker) authMessage(code, key string) string {
+// authMessage says who refuses what of source and what to do (never the credential itself).
+func (w *worker) authMessage(source, code, key string) string {
 	who := "the collector"
 	if name := w.dest.Name(); name != "http" {
 		who = "the " + name + " destination"
+	}
+	if source != DefaultSource {
+		return fmt.Sprintf("%s refuses the credentials of source %s (%s): fix %s and reload", who, source, code, key)
 	}
 	return fmt.Sprintf("%s refuses our credentials (%s): fix %s and reload", who, code, key)
 }

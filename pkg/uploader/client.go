@@ -139,7 +139,12 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	// The gate admits every attempt, in every mode (gate.go).
 	bound := destinationBound(dest)
 	c.w.oneAtATime = bound == 1
-	c.w.gate = newGate(cfg.Upload, bound, o.clock)
+	var endpoint func(string) string // one limit for a destination without endpoints
+	if hd != nil {
+		endpoint = srcs.endpointOf(cfg.Upload.Endpoint) // sources sharing an endpoint share its limit
+	}
+	c.w.gate = newGate(cfg.Upload, bound, o.clock, endpoint)
+	c.w.sources = srcs
 	c.w.start()
 	return c, nil
 }
@@ -253,7 +258,8 @@ func (c *Client) Flush(ctx context.Context) error {
 		st, ch, _ := c.board.read()
 		auth := c.authPause()
 		switch {
-		case auth.Paused:
+		case auth.Paused && heldQueued(c.q, c.w.gate.authHeld()):
+			// Only the sources paused on refused credentials have events left.
 			return &AuthPausedError{AuthPauseStats: auth}
 		case st.Path != PathNone && (c.w.serial() || st.Waiting >= st.InFlight):
 			// With several batches in flight, only once every one of them waits: until

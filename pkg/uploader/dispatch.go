@@ -1,6 +1,8 @@
 package uploader
 
 import (
+	"time"
+
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/queue"
@@ -31,8 +33,10 @@ func (w *worker) dispatch() bool {
 	var held leased
 	stop := false
 	for {
-		for !stop && w.gate.room() && w.runCtx.Err() == nil {
-			b, ok := w.leaseNext(last, held)
+		// The sources the gate holds are skipped: their batches wait, the others' go on.
+		sk := &skipper{g: w.gate, stopping: w.stopping()}
+		for !stop && w.runCtx.Err() == nil {
+			b, ok := w.leaseNext(last, held, sk.skip)
 			if !ok {
 				break
 			}
@@ -45,8 +49,16 @@ func (w *worker) dispatch() bool {
 		}
 		if held.batches == 0 {
 			// Close's deadline leaves nothing to lease while events are still queued: waitDue
-			// would call them due at once, and the worker would spin instead of exiting.
+			// would call them due at once, and the worker would spin instead of exiting. A
+			// source on hold with nothing in flight waits in waitDue too, which does not count
+			// its events as due.
 			return !stop && w.runCtx.Err() == nil
+		}
+		var holdEnds <-chan time.Time // a source skipped for its Retry-After may be leased once it ends
+		var timer budget.Timer
+		if !sk.until.IsZero() {
+			timer = w.clock.NewTimer(sk.until.Sub(w.clock.Now()))
+			holdEnds = timer.C()
 		}
 		select {
 		case r := <-results:
@@ -58,6 +70,10 @@ func (w *worker) dispatch() bool {
 		case <-w.wake:
 		case <-w.gate.next():
 			w.publishInFlight() // the limit may have changed under batches still in flight
+		case <-holdEnds:
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
@@ -82,7 +98,7 @@ func (h *leased) remove(events, bytes int) {
 // knows batch.interval, once nothing is in flight). Whether a full batch follows those held
 // is first judged from the queue's counters in memory, so that the wake-up of every Enqueue
 // does not cost a read of the batch after them while intake is slower than delivery.
-func (w *worker) leaseNext(last *queue.Lease, held leased) (*queue.Lease, bool) {
+func (w *worker) leaseNext(last *queue.Lease, held leased, skip func(string) bool) (*queue.Lease, bool) {
 	s := w.settings()
 	if last != nil && !w.stopping() && w.flushing.Load() == 0 {
 		events, bytes, _ := w.q.Pending()
@@ -91,14 +107,14 @@ func (w *worker) leaseNext(last *queue.Lease, held leased) (*queue.Lease, bool) 
 		}
 	}
 	if last == nil {
-		b, err := w.q.Lease(w.runCtx, s.batch.MaxEvents, s.leaseBytes)
+		b, err := w.q.LeaseSkipping(w.runCtx, s.batch.MaxEvents, s.leaseBytes, skip)
 		if err != nil {
 			w.log.Error("lease a batch", "error", err)
 			return nil, false
 		}
 		return b, b != nil && len(b.Events) > 0
 	}
-	b, more, err := w.q.LeaseAfter(last, s.batch.MaxEvents, s.leaseBytes)
+	b, more, err := w.q.LeaseAfterSkipping(last, s.batch.MaxEvents, s.leaseBytes, skip)
 	if err != nil {
 		w.log.Warn("lease the next batch", "error", err)
 		return nil, false
@@ -130,6 +146,9 @@ func (w *worker) carry(l *lease) int {
 		parts, kind := w.attemptUntilDone(cur, bud, pre, l)
 		pre = nil
 		bud.Reset()
+		if kind == nextLeft {
+			return nextLeft // the batch stays queued; the worker goes on with the other sources
+		}
 		if kind != nextDone {
 			return nextStop
 		}

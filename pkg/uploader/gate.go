@@ -3,9 +3,11 @@ package uploader
 import (
 	"context"
 	"errors"
-	"github.com/outboxhq/outbox/pkg/delivery"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/delivery"
 
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
@@ -13,28 +15,41 @@ import (
 
 // gate admits every attempt, in every mode, by composing four policies under one lock:
 //
-//   - the hold (hold.go): a Retry-After holds every new attempt until it has passed; refused
-//     credentials hold every batch but the head, which probes once per authProbeInterval;
-//   - the breaker (breaker.go): after a failure nothing new starts while an answer is
-//     pending, and during an outage one probe at a time, paced by its own backoff;
-//   - the limit (limit.go): a fixed upload.concurrency, or auto's adaptive one, never above
-//     the destination's own bound;
+//   - a hold per source (hold.go): a Retry-After holds every new attempt of that source (it
+//     speaks of a write key) until it has passed; refused credentials hold every batch of the
+//     source but its head, which probes once per authProbeInterval;
+//   - a breaker per source (breaker.go): after a failure nothing new of the source starts
+//     while an answer of it is pending, and during an outage one probe at a time, paced by
+//     its own backoff;
+//   - a limit per endpoint (limit.go): a fixed upload.concurrency, or auto's adaptive one,
+//     never above the destination's own bound; sources that post to the same endpoint share
+//     it (it speaks of the collector);
 //   - the slots (slots.go): the batches in flight, and their rank among those not waiting.
 //
-// An attempt starts when the hold has passed, the breaker allows it and its rank is below
-// the limit; with upload.concurrency: 1 that is a limit of one with acks in order (ranked).
-// A batch waiting out a backoff of its own sends nothing, so its place goes to the next: at
-// most twice the most that may be in flight are leased at once (room).
+// An attempt starts when its source's hold has passed, its source's breaker allows it and
+// its rank among the batches of its endpoint is below the endpoint's limit; with
+// upload.concurrency: 1 that is a limit of one with acks in order (each source's head first).
+// A batch waiting out a backoff of its own sends nothing, and neither does one whose source
+// is held (a hold, refused credentials, an open breaker): their places go to the next, so a
+// held source delays no other. At most twice the most that may be in flight are leased at
+// once per endpoint, not counting the batches of held sources (leasable).
 type gate struct {
-	mu      sync.Mutex
-	fixed   int           // upload.concurrency as a number; 0 for auto (setFixed changes it)
-	bound   int           // the destination's own bound; 0 for none
-	auto    *aimdLimit    // auto's limit; kept while fixed, so that auto can come back
-	hold    hold          // Retry-After and refused credentials
-	brk     breaker       // outages
-	slots   slots         // the batches in flight
-	changed chan struct{} // closed and replaced on every change
-	clock   budget.Clock
+	mu       sync.Mutex             // guards the fields below
+	fixed    int                    // upload.concurrency as a number; 0 for auto (setFixed changes it)
+	bound    int                    // the destination's own bound; 0 for none
+	ceil     int                    // upload.max_concurrency: auto's ceiling
+	sources  map[string]*sourceGate // each source's hold and breaker, made on first use
+	autos    map[string]*aimdLimit  // each endpoint's auto limit, made on first use; kept while fixed, so that auto can come back
+	endpoint func(source string) string
+	slots    slots         // the batches in flight
+	changed  chan struct{} // closed and replaced on every change
+	clock    budget.Clock
+}
+
+// sourceGate is what one source owns of the gate: its hold and its breaker.
+type sourceGate struct {
+	hold hold
+	brk  breaker
 }
 
 // lease is one batch in flight under the gate.
@@ -43,14 +58,19 @@ type lease struct {
 	b   *queue.Lease
 }
 
-func newGate(cfg UploadConfig, bound int, clock budget.Clock) *gate {
+// newGate returns the gate of a client. endpoint names where a source's batches go (nil:
+// every source shares one endpoint, as with a destination that has no endpoints).
+func newGate(cfg UploadConfig, bound int, clock budget.Clock, endpoint func(source string) string) *gate {
+	if endpoint == nil {
+		endpoint = func(string) string { return "" }
+	}
 	return &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock,
-		auto: newAIMDLimit(cfg.MaxConcurrency)}
+		ceil: max(cfg.MaxConcurrency, 1), sources: map[string]*sourceGate{}, autos: map[string]*aimdLimit{}, endpoint: endpoint}
 }
 
 // setFixed changes upload.concurrency (0: auto). Batches in flight above a smaller limit
 // finish the attempt they are in and wait for their rank before the next; switching back to
-// auto resumes its limit where it was.
+// auto resumes each endpoint's limit where it was.
 func (g *gate) setFixed(fixed int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -60,49 +80,143 @@ func (g *gate) setFixed(fixed int) {
 	}
 }
 
-// limiter is the Limit in force: upload.concurrency as a constant, or auto.
-func (g *gate) limiter() Limit {
+// sourceLocked returns source's hold and breaker, made on first use.
+func (g *gate) sourceLocked(source string) *sourceGate {
+	sg := g.sources[source]
+	if sg == nil {
+		sg = &sourceGate{}
+		g.sources[source] = sg
+	}
+	return sg
+}
+
+// autoLocked returns endpoint's auto limit, made on first use.
+func (g *gate) autoLocked(endpoint string) *aimdLimit {
+	l := g.autos[endpoint]
+	if l == nil {
+		l = newAIMDLimit(g.ceil)
+		g.autos[endpoint] = l
+	}
+	return l
+}
+
+// limiter is the Limit in force for endpoint: upload.concurrency as a constant, or its auto.
+func (g *gate) limiter(endpoint string) Limit {
 	if g.fixed != 0 {
 		return fixedLimit(g.fixed)
 	}
-	return g.auto
+	return g.autoLocked(endpoint)
 }
 
-// limit returns how many batches may be in flight now.
+// metaLocked is where id belongs (the one batch of upload.concurrency: 1, id 0, is the
+// default source's).
+func (g *gate) metaLocked(id uint64) slotMeta {
+	if m, ok := g.slots.meta[id]; ok {
+		return m
+	}
+	return slotMeta{source: DefaultSource, endpoint: g.endpoint(DefaultSource)}
+}
+
+// limit returns how many batches may be in flight now: the sum of each endpoint's limit.
 func (g *gate) limit() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.limitLocked()
+	n := 0
+	for _, e := range g.endpointsLocked() {
+		n += g.limitLocked(e)
+	}
+	return n
 }
 
-func (g *gate) limitLocked() int {
-	n := g.limiter().Limit()
+// endpointsLocked are the endpoints of the default source and of the batches in flight.
+func (g *gate) endpointsLocked() []string {
+	out := []string{g.endpoint(DefaultSource)}
+	for _, id := range g.slots.live {
+		if e := g.slots.meta[id].endpoint; !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (g *gate) limitLocked(endpoint string) int {
+	n := g.limiter(endpoint).Limit()
 	if g.bound > 0 {
 		n = min(n, g.bound)
 	}
 	return max(n, 1)
 }
 
-// room reports whether the dispatcher may lease one more batch: fewer than twice the most that
-// may be in flight are leased, no more than the limit are in flight (leased and not waiting
-// out a retry wait; one more than the limit is leased so that its payload is prepared ahead
-// of its turn), and, after a failure, no batch not waiting may still answer: its answer says
-// whether the destination is up, and without this rule each failure, freeing its place while
-// it waits, would lease a fresh batch into what may be an outage.
-func (g *gate) room() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.brk.state() != "closed" && g.slots.inFlight() > 0 {
-		return false
-	}
+// mostLocked is the most batches that may ever be in flight to one endpoint.
+func (g *gate) mostLocked() int {
 	most := g.fixed
 	if most == 0 {
-		most = g.auto.ceil
+		most = g.ceil
 	}
 	if g.bound > 0 {
 		most = min(most, g.bound)
 	}
-	return len(g.slots.live) < 2*max(most, 1) && g.slots.inFlight() <= g.limitLocked()
+	return max(most, 1)
+}
+
+// heldLocked reports whether source is held at now: a Retry-After not yet passed, refused
+// credentials, or a breaker that is not closed. Its batches that are not sending then take
+// no place among their endpoint's (parked).
+func (g *gate) heldLocked(source string, now time.Time) bool {
+	sg := g.sources[source]
+	return sg != nil && (sg.hold.until.After(now) || sg.hold.auth.on || sg.brk.state() != "closed")
+}
+
+// countsLocked reports whether id takes a place among its endpoint's batches at now: it is
+// sending, or its source is not held.
+func (g *gate) countsLocked(id uint64, now time.Time) bool {
+	return g.slots.isSending(id) || !g.heldLocked(g.slots.sourceOf(id), now)
+}
+
+// loadLocked is endpoint's batches that take a place at now: leased, and of those not
+// waiting out a retry wait (in flight).
+func (g *gate) loadLocked(endpoint string, now time.Time) (leased, inflight int) {
+	for _, id := range g.slots.live {
+		if g.slots.meta[id].endpoint != endpoint || !g.countsLocked(id, now) {
+			continue
+		}
+		leased++
+		if !g.slots.waiting[id] {
+			inflight++
+		}
+	}
+	return leased, inflight
+}
+
+// leasable says whether the dispatcher may lease a batch of source now, and when it is held
+// by a Retry-After, until when (zero otherwise: a change of the gate ends what holds it).
+// A source is not leased while its Retry-After runs, while its credentials are refused and
+// a batch of it is in flight (the head probes) or the worker is stopping (no probe is
+// waited for), or while its breaker is not closed and a batch of it not waiting may still
+// answer: its answer says whether the destination is up, and without this rule each
+// failure, freeing its place while it waits, would lease a fresh batch into what may be an
+// outage. Otherwise its endpoint must have room: fewer than twice the most that may be in
+// flight leased, no more than the limit in flight (one more than the limit is leased so that
+// its payload is prepared ahead of its turn).
+func (g *gate) leasable(source string, stopping bool) (ok bool, until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clock.Now()
+	if sg := g.sources[source]; sg != nil {
+		if sg.hold.until.After(now) {
+			return false, sg.hold.until
+		}
+		live, notWaiting := g.slots.liveOf(source)
+		if sg.hold.auth.on && (live > 0 || stopping) {
+			return false, time.Time{}
+		}
+		if sg.brk.state() != "closed" && notWaiting > 0 {
+			return false, time.Time{}
+		}
+	}
+	e := g.endpoint(source)
+	leased, inflight := g.loadLocked(e, now)
+	return leased < 2*g.mostLocked() && inflight <= g.limitLocked(e), time.Time{}
 }
 
 // setWaiting marks l as waiting out a retry wait of its own (or no longer).
@@ -113,19 +227,30 @@ func (g *gate) setWaiting(l *lease, on bool) {
 	g.notifyLocked()
 }
 
-// inFlight returns the number of batches in flight and not waiting out a retry wait (the one
-// prepared ahead of its turn is not yet in flight).
+// inFlight returns the number of batches in flight: not waiting out a retry wait, of a
+// source not held, and within their endpoint's limit (the one prepared ahead of its turn is
+// not yet in flight).
 func (g *gate) inFlight() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return min(g.slots.inFlight(), g.limitLocked())
+	now, n := g.clock.Now(), 0
+	for _, e := range g.endpointsLocked() {
+		_, inflight := g.loadLocked(e, now)
+		n += min(inflight, g.limitLocked(e))
+	}
+	return n
 }
 
-// add registers a newly leased batch, the newest in flight.
+// add registers a newly leased batch (of the default source when b is nil), the newest in
+// flight.
 func (g *gate) add(b *queue.Lease) *lease {
+	source := DefaultSource
+	if b != nil && b.Source != "" {
+		source = b.Source
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	id := g.slots.add()
+	id := g.slots.add(slotMeta{source: source, endpoint: g.endpoint(source)})
 	g.notifyLocked()
 	return &lease{seq: id, b: b}
 }
@@ -134,16 +259,18 @@ func (g *gate) add(b *queue.Lease) *lease {
 func (g *gate) remove(l *lease) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	source := g.slots.sourceOf(l.seq)
 	g.slots.remove(l.seq)
-	g.brk.left(l.seq)
+	g.sourceLocked(source).brk.left(l.seq)
 	g.notifyLocked()
 }
 
-// pauseUntil holds every new attempt until t (a usable Retry-After); the latest deadline wins.
-func (g *gate) pauseUntil(t time.Time) {
+// pauseUntil holds every new attempt of source until t (a usable Retry-After); the latest
+// deadline wins.
+func (g *gate) pauseUntil(source string, t time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.hold.retryAfter(t) {
+	if g.sourceLocked(source).hold.retryAfter(t) {
 		g.notifyLocked()
 	}
 }
@@ -169,64 +296,85 @@ type verdict struct {
 	changed  <-chan struct{}
 }
 
-// tryBegin begins an attempt of id when every policy lets it, and else says what it waits
-// for. (id 0 is no lease: the gate's policies alone, as a test drives them.)
+// tryBegin begins an attempt of id when every policy of its source and endpoint lets it, and
+// else says what it waits for. (id 0 is no lease: the default source's policies alone, as a
+// test drives them.)
 func (g *gate) tryBegin(id uint64) verdict {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.clock.Now()
+	m := g.metaLocked(id)
+	sg := g.sourceLocked(m.source)
 	head := id == 0 || g.slots.head(id)
-	wait, path, ok := g.hold.check(now, head)
-	v := verdict{pause: wait, path: path, refused: g.hold.auth.on, changed: g.changed}
+	wait, path, ok := sg.hold.check(now, head)
+	v := verdict{pause: wait, path: path, refused: sg.hold.auth.on, changed: g.changed}
 	if !ok || wait > 0 {
 		return v
 	}
 	eligible := id == 0 || g.slots.probeEligible(id)
-	if !g.brk.allow(id, eligible, g.slots.sending) {
+	if !sg.brk.allow(id, eligible, g.slots.sendingOf(m.source)) {
 		return v
 	}
-	if id != 0 && !g.ranked(id) {
+	if id != 0 && !g.ranked(id, m, sg, now) {
 		return v
 	}
 	g.slots.begin(id)
-	g.brk.begin(id)
+	sg.brk.begin(id)
 	v.admitted = true
 	return v
 }
 
 // finish records the end of an attempt begun with tryBegin, what it answered (nil: the
-// request was not made) and how long it took: the breaker and the limit learn from it.
+// request was not made) and how long it took: its source's breaker and its endpoint's limit
+// learn from it.
 func (g *gate) finish(id uint64, o *delivery.Outcome, rtt time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	m := g.metaLocked(id)
 	sent := g.slots.end(id)
 	now := g.clock.Now()
 	h := healthNone
 	if o != nil {
 		h = healthOf(*o)
-		g.limiter().Observe(sample{answer: answerOf(*o), rtt: rtt, inflight: len(g.slots.live), now: now,
+		leased, _ := g.loadLocked(m.endpoint, now)
+		g.limiter(m.endpoint).Observe(sample{answer: answerOf(*o), rtt: rtt, inflight: max(leased, 1), now: now,
 			sent: sent, latest: g.slots.attempt})
 	}
 	if id != 0 && h != healthNone {
 		g.slots.setFailed(id, h == healthDown)
 	}
-	g.brk.observe(id, h, sent, g.slots.sending)
+	g.sourceLocked(m.source).brk.observe(id, h, sent, g.slots.sendingOf(m.source))
 	g.notifyLocked()
 }
 
-// ranked reports whether id's place among the batches in flight lets it start. With acks in
-// order (upload.concurrency: 1, or a destination that takes one batch at a time) only the
-// oldest batch may, so a batch waiting out its backoff is overtaken by none. Otherwise its
-// rank among the batches not waiting must be below the limit, except while the breaker is
-// open: its one probe is the limit then, and need not be among the oldest.
-func (g *gate) ranked(id uint64) bool {
+// ranked reports whether id's place among the batches in flight to its endpoint lets it
+// start; the batches of held sources that are not sending take no place. With acks in order
+// (upload.concurrency: 1, or a destination that takes one batch at a time) only the head of
+// its source may, and only when no batch of the endpoint is being sent or takes a place
+// before it: a batch waiting out its backoff is overtaken by none of its own source, and a
+// source on hold holds up no other. Otherwise its rank must be below the endpoint's limit,
+// except while its source's breaker is open: its one probe is the limit then, and need not
+// be among the oldest.
+func (g *gate) ranked(id uint64, m slotMeta, sg *sourceGate, now time.Time) bool {
+	counts := func(o uint64) bool { return g.slots.meta[o].endpoint == m.endpoint && g.countsLocked(o, now) }
 	switch {
 	case g.fixed == 1 || g.bound == 1:
-		return g.slots.head(id)
-	case g.brk.open:
+		return g.slots.head(id) && g.sendingOnLocked(m.endpoint) == 0 && g.slots.rank(id, counts) == 0
+	case sg.brk.open:
 		return true
 	}
-	return g.slots.rank(id) < g.limitLocked()
+	return g.slots.rank(id, counts) < g.limitLocked(m.endpoint)
+}
+
+// sendingOnLocked is how many attempts to endpoint are in flight.
+func (g *gate) sendingOnLocked(endpoint string) int {
+	n := 0
+	for id := range g.slots.began {
+		if g.metaLocked(id).endpoint == endpoint {
+			n++
+		}
+	}
+	return n
 }
 
 // healthOf is what an outcome tells the breaker: a retryable failure may be an outage; any
@@ -241,11 +389,19 @@ func healthOf(o delivery.Outcome) health {
 	return healthUp
 }
 
-// admit waits until an attempt of l may start (see gate) and begins it: the caller calls finish once it has ended. It returns false when
-// the worker must stop: Close's deadline passed, or after Close a pause that ends after it.
-// The waiting spends no retry budget; held is how long l was held because our credentials
-// were refused, which the caller keeps off the batch's budget clocks.
-func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
+// What admit says of an attempt.
+const (
+	admitted = iota // the attempt has begun: the caller calls finish once it has ended
+	admitStop       // the worker must stop: Close's deadline passed
+	admitLeave      // after Close, the batch's source is held past Close's deadline (or until a
+	// probe Close does not wait for): the batch stays queued and the worker goes on with the
+	// other sources
+)
+
+// admit waits until an attempt of l may start (see gate) and begins it. The waiting spends
+// no retry budget; held is how long l was held because our credentials were refused, which
+// the caller keeps off the batch's budget clocks.
+func (w *worker) admit(l *lease) (held time.Duration, kind int) {
 	id := l.seq
 	var heldSince time.Time
 	defer func() {
@@ -255,7 +411,7 @@ func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
 	}()
 	for {
 		if w.runCtx.Err() != nil {
-			return 0, false
+			return 0, admitStop
 		}
 		v := w.gate.tryBegin(id)
 		if v.refused && heldSince.IsZero() {
@@ -263,31 +419,34 @@ func (w *worker) admit(l *lease) (held time.Duration, ok bool) {
 		}
 		switch {
 		case v.admitted:
-			return 0, true
+			return 0, admitted
 		case v.pause > 0:
 			if !w.pauseWait(v.pause, v.path, v.changed) {
-				return 0, false
+				if w.runCtx.Err() != nil {
+					return 0, admitStop
+				}
+				return 0, admitLeave
 			}
 		case v.refused && w.stopping():
-			return 0, false // only the head probes, and Close does not wait for the next probe
+			return 0, admitLeave // only the head probes, and Close does not wait for the next probe
 		default:
 			select {
 			case <-v.changed:
 			case <-w.runCtx.Done():
-				return 0, false
+				return 0, admitStop
 			}
 		}
 	}
 }
 
-// pauseWait waits out a client-wide pause (or until the gate changes): a Retry-After
-// (PathRateLimit) or the time to the next probe of refused credentials (PathAuth). After
-// Close it waits only when the pause ends before Close's deadline.
+// pauseWait waits out a pause of the batch's source (or until the gate changes): a
+// Retry-After (PathRateLimit) or the time to the next probe of refused credentials
+// (PathAuth). After Close it waits only when the pause ends before Close's deadline.
 func (w *worker) pauseWait(d time.Duration, path string, changed <-chan struct{}) bool {
 	if w.stopping() {
 		// Context deadlines are real time, whatever the clock (as budget.Sleep compares them).
 		if dl, ok := w.closeCtx.Deadline(); ok && d > time.Until(dl) {
-			w.log.Info("client-wide pause not over before the close deadline; batch left on disk", "path", path, "wait_left", d.String())
+			w.log.Info("source on hold past the close deadline; batch left on disk", "path", path, "wait_left", d.String())
 			return false
 		}
 	}

@@ -50,8 +50,8 @@ func TestGate_AnOutageCostsTheRequestsInFlightPlusTheProbeSchedule(t *testing.T)
 func simulateOutage(t *testing.T, cfg UploadConfig, inflight int, d time.Duration, retry budget.Config, rnd budget.RandFunc) int {
 	t.Helper()
 	clk := budgettest.New(time.Unix(0, 0))
-	g := newGate(cfg, 0, clk)
-	g.auto.limit = float64(inflight)
+	g := newGate(cfg, 0, clk, nil)
+	g.autoLocked("").limit = float64(inflight)
 	serial := cfg.Concurrency == "1"
 	type sim struct {
 		id      uint64
@@ -89,7 +89,7 @@ func simulateOutage(t *testing.T, cfg UploadConfig, inflight int, d time.Duratio
 	}
 	end, attempts := clk.Now().Add(d), 0
 	for {
-		for !serial && g.room() {
+		for !serial && g.room(DefaultSource) {
 			newSim()
 		}
 		s := sims[0]
@@ -120,9 +120,9 @@ func simulateOutage(t *testing.T, cfg UploadConfig, inflight int, d time.Duratio
 
 func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 	clk := budgettest.New(time.Unix(0, 0))
-	g := newGate(UploadConfig{Concurrency: "4"}, 0, clk)
+	g := newGate(UploadConfig{Concurrency: "4"}, 0, clk, nil)
 	head, other := g.add(nil), g.add(nil)
-	if began, warn := g.refuse("401", "upload.write_key"); !began || !warn {
+	if began, warn := g.refuse(DefaultSource, "401", "upload.write_key"); !began || !warn {
 		t.Fatalf("first refusal: began %v, warn %v", began, warn)
 	}
 	if v := g.tryBegin(head.seq); v.admitted || !v.refused || v.pause != authProbeInterval {
@@ -138,7 +138,7 @@ func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 		t.Fatalf("head after probeNow: %+v; want it to probe at once", v)
 	}
 	g.finish(head.seq, &delivery.Outcome{Class: delivery.ClassSuccess, Status: 200}, time.Millisecond)
-	if _, was := g.resumeAuth(); !was {
+	if _, was := g.resumeAuth(DefaultSource); !was {
 		t.Fatal("resumeAuth found no hold")
 	}
 	if v := g.tryBegin(other.seq); !v.admitted || v.refused {
@@ -148,7 +148,7 @@ func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 
 func TestGate_FixedLimit_AdmitsTheOldestBatchesNotWaiting(t *testing.T) {
 	clk := budgettest.New(time.Unix(0, 0))
-	g := newGate(UploadConfig{Concurrency: "2"}, 0, clk)
+	g := newGate(UploadConfig{Concurrency: "2"}, 0, clk, nil)
 	a, b, c := g.add(nil), g.add(nil), g.add(nil)
 	if !g.tryBegin(a.seq).admitted || !g.tryBegin(b.seq).admitted {
 		t.Fatal("the two oldest were not admitted under a limit of 2")
@@ -166,8 +166,8 @@ func TestGate_FixedLimit_AdmitsTheOldestBatchesNotWaiting(t *testing.T) {
 
 func TestGate_KafkaThrottleLowersTheLimit(t *testing.T) {
 	clk := budgettest.New(time.Unix(0, 0))
-	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk)
-	g.auto.limit = 16
+	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk, nil)
+	g.autoLocked("").limit = 16
 	for range 16 {
 		g.add(nil)
 	}
@@ -177,4 +177,10 @@ func TestGate_KafkaThrottleLowersTheLimit(t *testing.T) {
 	if got := g.limit(); got != 8 {
 		t.Fatalf("limit %d after a throttled success, want 8", got)
 	}
+}
+
+// room reports whether the dispatcher may lease a batch of source now.
+func (g *gate) room(source string) bool {
+	ok, _ := g.leasable(source, false)
+	return ok
 }

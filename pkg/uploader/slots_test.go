@@ -4,7 +4,7 @@ import "testing"
 
 func TestSlots_RankCountsTheBatchesBeforeThatAreNotWaiting(t *testing.T) {
 	var s slots
-	a, b, c, d := s.add(), s.add(), s.add(), s.add()
+	a, b, c, d := s.add(slotMeta{source: DefaultSource}), s.add(slotMeta{source: DefaultSource}), s.add(slotMeta{source: DefaultSource}), s.add(slotMeta{source: DefaultSource})
 	s.setWaiting(b, true)
 	tests := []struct {
 		name string
@@ -17,7 +17,7 @@ func TestSlots_RankCountsTheBatchesBeforeThatAreNotWaiting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := s.rank(tt.id); got != tt.rank {
+			if got := s.rank(tt.id, nil); got != tt.rank {
 				t.Fatalf("rank = %d, want %d", got, tt.rank)
 			}
 		})
@@ -26,14 +26,14 @@ func TestSlots_RankCountsTheBatchesBeforeThatAreNotWaiting(t *testing.T) {
 		t.Fatalf("inFlight %d, head(a) %v, head(c) %v; want 3, true, false", s.inFlight(), s.head(a), s.head(c))
 	}
 	s.remove(a)
-	if !s.head(b) || s.rank(d) != 1 {
-		t.Fatalf("after the oldest left: head(b) %v, rank(d) %d; want true, 1", s.head(b), s.rank(d))
+	if !s.head(b) || s.rank(d, nil) != 1 {
+		t.Fatalf("after the oldest left: head(b) %v, rank(d) %d; want true, 1", s.head(b), s.rank(d, nil))
 	}
 }
 
 func TestSlots_ProbeEligibility(t *testing.T) {
 	var s slots
-	a, b := s.add(), s.add()
+	a, b := s.add(slotMeta{source: DefaultSource}), s.add(slotMeta{source: DefaultSource})
 	if !s.probeEligible(a) || !s.probeEligible(b) {
 		t.Fatal("with no failed batch in flight every batch may probe")
 	}
@@ -49,7 +49,7 @@ func TestSlots_ProbeEligibility(t *testing.T) {
 
 func TestSlots_AttemptsAreNumberedInTheOrderTheyBegin(t *testing.T) {
 	var s slots
-	a, b := s.add(), s.add()
+	a, b := s.add(slotMeta{source: DefaultSource}), s.add(slotMeta{source: DefaultSource})
 	s.begin(a)
 	s.begin(b)
 	if s.sending != 2 {

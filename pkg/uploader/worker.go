@@ -36,7 +36,8 @@ type worker struct {
 	cancelRun context.CancelFunc
 	flushing  atomic.Int32 // Flush calls in progress: ignore batch.interval
 
-	gate *gate // admits every attempt (gate.go): the batches in flight, client-wide pauses
+	gate    *gate    // admits every attempt (gate.go): the batches in flight, each source's holds
+	sources *sources // the client's sources: the key to fix when one's credentials are refused
 	// oneAtATime: the destination takes one batch at a time (no BoundedDestination).
 	oneAtATime bool
 
@@ -109,8 +110,16 @@ func (w *worker) run() {
 func (w *worker) waitDue() bool {
 	timerFired := false
 	for {
-		events, bytes, oldest := w.q.Pending()
+		// The events of a source on hold are not due (isolation.go): they wait for its hold.
+		held, heldUntil := w.gate.heldSources(w.stopping())
+		events, bytes, oldest := w.pendingDue(held)
 		if events == 0 {
+			if !heldUntil.IsZero() {
+				if !w.waitHeld(heldUntil) {
+					return false
+				}
+				continue
+			}
 			if w.stopping() {
 				return false
 			}
@@ -144,6 +153,32 @@ func (w *worker) waitDue() bool {
 	}
 }
 
+// waitHeld waits, with nothing else due, until a source's Retry-After ends at until (or new
+// events or Close wake the worker): Stats and Flush see the wait on the rate-limit path. After
+// Close it returns false, leaving the events queued, when the hold outlasts Close's deadline.
+func (w *worker) waitHeld(until time.Time) bool {
+	d := until.Sub(w.clock.Now())
+	if w.stopping() {
+		// Context deadlines are real time, whatever the clock (as budget.Sleep compares them).
+		if dl, ok := w.closeCtx.Deadline(); ok && d > time.Until(dl) {
+			w.log.Info("source on hold past the close deadline; its events left on disk", "wait_left", d.String())
+			return false
+		}
+	}
+	w.board.set(func(s *workerState) {
+		if s.Path == PathNone {
+			s.Path, s.WaitingUntil, s.WaitErr = PathRateLimit, until, nil
+		}
+	})
+	defer w.board.set(func(s *workerState) {
+		if s.Path == PathRateLimit && s.WaitingUntil.Equal(until) {
+			s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil
+		}
+	})
+	err := budget.Sleep(w.runCtx, w.clock, d, w.wake)
+	return err == nil || errors.Is(err, budget.ErrWoken)
+}
+
 // attemptUntilDone sends one batch of lease l, waiting between attempts as its budget says,
 // until it leaves the queue (nil parts) or is split (its two halves, to be sent in order).
 // pre, when not nil, is a payload built ahead for the first attempt. Every attempt first
@@ -151,10 +186,14 @@ func (w *worker) waitDue() bool {
 func (w *worker) attemptUntilDone(b *queue.Lease, bud *budget.Budget, pre any, l *lease) (parts []*queue.Lease, kind int) {
 	first := w.clock.Now()
 	for {
-		held, ok := w.admit(l)
-		if !ok {
+		held, admit := w.admit(l)
+		switch admit {
+		case admitStop:
 			w.releasePayload(pre)
 			return nil, nextStop
+		case admitLeave:
+			w.releasePayload(pre)
+			return nil, nextLeft
 		}
 		bud.Postpone(held) // time held on refused credentials is not the batch's failure
 		next := w.attempt(b, bud, first, pre, l)
