@@ -188,9 +188,10 @@ func TestInFlight_NoAttemptStartsDuringARetryAfterPause(t *testing.T) {
 		t.Fatalf("waiting for the rate-limited answer: %v", err)
 	}
 	start := clock.Now()
-	enqueue(t, c, 2, 12) // six more batches, leased while the pause runs
-	// Seven timers: the first batch waiting out its Retry-After, six waiting for the pause.
-	if err := clock.BlockUntil(ctx, 7); err != nil {
+	enqueue(t, c, 2, 12) // six more batches, not leased while the pause of their source runs
+	// Two timers: the first batch waiting out its Retry-After, the dispatcher waiting for the
+	// hold to end before it leases the six others.
+	if err := clock.BlockUntil(ctx, 2); err != nil {
 		t.Fatalf("waiting for the batches to wait: %v (%d timers, %d requests)", err, clock.Pending(), len(s.Requests()))
 	}
 	if n := len(s.Requests()); n != 1 {
