@@ -261,9 +261,10 @@ func (c *Client) Flush(ctx context.Context) error {
 		case auth.Paused && heldQueued(c.q, c.w.gate.authHeld()):
 			// Only the sources paused on refused credentials have events left.
 			return &AuthPausedError{AuthPauseStats: auth}
-		case st.Path != PathNone && (c.w.serial() || st.Waiting >= st.InFlight):
+		case st.Path != PathNone && st.Path != PathAuth && (c.w.serial() || st.Waiting >= st.InFlight):
 			// With several batches in flight, only once every one of them waits: until
-			// then the others are still delivering.
+			// then the others are still delivering. A source paused on refused credentials
+			// does not end Flush while another source still has events (the case above).
 			return &WaitingError{Path: st.Path, Until: st.WaitingUntil, Err: st.WaitErr}
 		case st.Paused != nil:
 			return st.Paused

@@ -350,16 +350,17 @@ func (g *gate) finish(id uint64, o *delivery.Outcome, rtt time.Duration) {
 // ranked reports whether id's place among the batches in flight to its endpoint lets it
 // start; the batches of held sources that are not sending take no place. With acks in order
 // (upload.concurrency: 1, or a destination that takes one batch at a time) only the head of
-// its source may, and only when no batch of the endpoint is being sent or takes a place
-// before it: a batch waiting out its backoff is overtaken by none of its own source, and a
-// source on hold holds up no other. Otherwise its rank must be below the endpoint's limit,
+// its source may, and only when no batch of the endpoint is being sent and no other source's
+// head that takes a place was leased before it: a batch waiting out its backoff is overtaken
+// by none of its own source, and a source on hold holds up no other. Otherwise its rank must be below the endpoint's limit,
 // except while its source's breaker is open: its one probe is the limit then, and need not
 // be among the oldest.
 func (g *gate) ranked(id uint64, m slotMeta, sg *sourceGate, now time.Time) bool {
 	counts := func(o uint64) bool { return g.slots.meta[o].endpoint == m.endpoint && g.countsLocked(o, now) }
 	switch {
 	case g.fixed == 1 || g.bound == 1:
-		return g.slots.head(id) && g.sendingOnLocked(m.endpoint) == 0 && g.slots.rank(id, counts) == 0
+		heads := func(o uint64) bool { return counts(o) && g.slots.head(o) } // the others wait for their own head
+		return g.slots.head(id) && g.sendingOnLocked(m.endpoint) == 0 && g.slots.rank(id, heads) == 0
 	case sg.brk.open:
 		return true
 	}
@@ -391,9 +392,9 @@ func healthOf(o delivery.Outcome) health {
 
 // What admit says of an attempt.
 const (
-	admitted = iota // the attempt has begun: the caller calls finish once it has ended
-	admitStop       // the worker must stop: Close's deadline passed
-	admitLeave      // after Close, the batch's source is held past Close's deadline (or until a
+	admitted   = iota // the attempt has begun: the caller calls finish once it has ended
+	admitStop         // the worker must stop: Close's deadline passed
+	admitLeave        // after Close, the batch's source is held past Close's deadline (or until a
 	// probe Close does not wait for): the batch stays queued and the worker goes on with the
 	// other sources
 )

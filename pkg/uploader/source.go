@@ -19,6 +19,19 @@ type SourceStats struct {
 	OldestAge   time.Duration // age of its oldest queued event; 0 when none
 	LastSuccess time.Time     // when a batch of it was last delivered since Open; zero when none
 	Relay       bool          // a relay source (made for an ingest write key; its name is not the key)
+	// Paused says that delivery of this source is held, and PausedReason why, while the other
+	// sources go on: PausedRetryAfter (the collector asked its write key to wait until
+	// PausedUntil), PausedAuthRefused (the destination refuses its credentials: AuthCode is the
+	// last refusal, AuthKey the key to fix; its head batch probes at PausedUntil) or
+	// PausedBreakerOpen (its endpoint or key failed every attempt in flight: one probe at a
+	// time, PausedUntil zero).
+	Paused       bool
+	PausedReason string
+	PausedUntil  time.Time
+	AuthCode     string
+	AuthKey      string
+	// InFlight is how many of its batches are leased and not yet delivered or dead-lettered.
+	InFlight int
 }
 
 // sourceStats are the rows of Stats().Sources: every configured and relay source, and any
@@ -52,7 +65,11 @@ func (c *Client) sourceStats(now time.Time) []SourceStats {
 	}
 	out := make([]SourceStats, 0, len(rows))
 	for _, name := range slices.Sorted(maps.Keys(rows)) {
-		out = append(out, *rows[name])
+		r := rows[name]
+		p := c.w.gate.sourceStatus(name)
+		r.Paused, r.PausedReason, r.PausedUntil = p.reason != "", p.reason, p.until
+		r.AuthCode, r.AuthKey, r.InFlight = p.code, p.key, p.inFlight
+		out = append(out, *r)
 	}
 	return out
 }

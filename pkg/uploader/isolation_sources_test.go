@@ -1,0 +1,215 @@
+package uploader_test
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/budget/budgettest"
+	"github.com/outboxhq/outbox/pkg/sink"
+	"github.com/outboxhq/outbox/pkg/sink/sinktest"
+	"github.com/outboxhq/outbox/pkg/uploader"
+)
+
+// twoSources opens a client with sources a (key wk-a) and b (key wk-b) posting to endpoint
+// (b to bEndpoint when set), batches of two events, upload.concurrency conc, on clock.
+func twoSources(t *testing.T, endpoint, bEndpoint, conc string, clock *budgettest.Clock) (*uploader.Client, *uploader.Source, *uploader.Source) {
+	t.Helper()
+	cfg := testConfig(t.TempDir(), endpoint)
+	cfg.Batch.MaxEvents = 2
+	cfg.Upload.Concurrency = conc
+	cfg.Sources.Named = map[string]*uploader.SourceConfig{
+		"a": {UploadWriteKey: "wk-a"},
+		"b": {UploadWriteKey: "wk-b", Endpoint: bEndpoint},
+	}
+	c := open(t, cfg, uploader.WithClock(clock))
+	a, err := c.Source("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Source("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, a, b
+}
+
+// enqueueIn stores n events of src numbered from first.
+func enqueueIn(t *testing.T, s *uploader.Source, first, n int) {
+	t.Helper()
+	for i := range n {
+		if err := s.Enqueue(waitCtx(t), sourceEvent(s.Name(), first+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sourceRow is the Stats row of source name.
+func sourceRow(t *testing.T, c *uploader.Client, name string) uploader.SourceStats {
+	t.Helper()
+	for _, r := range c.Stats().Sources {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no Stats row for source %s", name)
+	return uploader.SourceStats{}
+}
+
+// waitRow waits until source name's Stats row satisfies cond (its batches' acks follow the
+// collector's answers), and returns it.
+func waitRow(t *testing.T, c *uploader.Client, name string, cond func(uploader.SourceStats) bool) uploader.SourceStats {
+	t.Helper()
+	ctx := waitCtx(t)
+	for {
+		r := sourceRow(t, c, name)
+		if cond(r) {
+			return r
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("source %s's row %+v never got there", name, r)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func delivered(r uploader.SourceStats) bool { return r.Events == 0 && r.InFlight == 0 }
+
+// requestsWithKey counts the requests the collector saw with key.
+func requestsWithKey(t *testing.T, s *sink.Server, key string) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if keyOf(t, r) == key {
+			n++
+		}
+	}
+	return n
+}
+
+// The collector answers 429 Retry-After: 30 to one write key only: the other source's events
+// arrive while the held one waits (the clock never reaches the end of the hold), in every
+// mode, and its own events go once the hold has passed.
+func TestClient_Sources_ARetryAfterHoldsOnlyItsSource(t *testing.T) {
+	for _, conc := range []string{"1", "4", uploader.DefaultConcurrency} {
+		t.Run("concurrency "+conc, func(t *testing.T) {
+			var limited atomic.Bool
+			limited.Store(true)
+			col := sinktest.Start(t, sink.Options{Respond: func(r sink.Request, scripted sink.Response) sink.Response {
+				if limited.Load() && keyOf(t, r) == "wk-a" {
+					return sink.Response{Status: 429, RetryAfter: "30"}
+				}
+				return scripted
+			}})
+			clock := budgettest.New(time.Time{})
+			c, a, b := twoSources(t, col.URL()+"/v1/batch", "", conc, clock)
+			ctx := waitCtx(t)
+			enqueueIn(t, a, 0, 2) // one batch, answered 429
+			if err := col.WaitRequests(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			waitRow(t, c, "a", func(r uploader.SourceStats) bool { return r.Paused })
+			enqueueIn(t, a, 2, 4)
+			enqueueIn(t, b, 0, 6)
+			if err := col.WaitEvents(ctx, 6); err != nil {
+				t.Fatalf("b's events while a is held: %v (%d requests)", err, len(col.Requests()))
+			}
+			rb := waitRow(t, c, "b", delivered)
+			for _, e := range col.Events() {
+				if !strings.Contains(string(e), `"event":"b"`) {
+					t.Fatalf("an event of a was accepted during its hold: %s", e)
+				}
+			}
+			if n := requestsWithKey(t, col, "wk-a"); n != 1 {
+				t.Errorf("%d requests with a's key during its hold, want the one answered 429", n)
+			}
+			ra := sourceRow(t, c, "a")
+			if !ra.Paused || ra.PausedReason != uploader.PausedRetryAfter || !ra.PausedUntil.Equal(budgettest.Epoch.Add(30*time.Second)) || ra.InFlight == 0 {
+				t.Errorf("a's row %+v; want paused for its Retry-After until +30 s, its batch in flight", ra)
+			}
+			if rb.Paused || rb.LastSuccess.IsZero() {
+				t.Errorf("b's row %+v; want delivered, not paused", rb)
+			}
+			limited.Store(false)
+			clock.Advance(30 * time.Second)
+			if err := col.WaitEvents(ctx, 12); err != nil {
+				t.Fatalf("a's events after its hold: %v", err)
+			}
+		})
+	}
+}
+
+// The collector refuses one source's write key (401): that source pauses, Stats and Flush say
+// so with the key to fix, and the other source's events are delivered meanwhile.
+func TestClient_Sources_RefusedCredentialsPauseOnlyTheirSource(t *testing.T) {
+	for _, conc := range []string{"1", uploader.DefaultConcurrency} {
+		t.Run("concurrency "+conc, func(t *testing.T) {
+			col := sinktest.Start(t, sink.Options{Respond: func(r sink.Request, scripted sink.Response) sink.Response {
+				if keyOf(t, r) == "wk-a" {
+					return sink.Response{Status: 401}
+				}
+				return scripted
+			}})
+			clock := budgettest.New(time.Time{})
+			c, a, b := twoSources(t, col.URL()+"/v1/batch", "", conc, clock)
+			ctx := waitCtx(t)
+			enqueueIn(t, a, 0, 6)
+			if err := col.WaitRequests(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			enqueueIn(t, b, 0, 6)
+			if err := col.WaitEvents(ctx, 6); err != nil {
+				t.Fatalf("b's events while a is refused: %v", err)
+			}
+			waitRow(t, c, "b", delivered)
+			var paused *uploader.AuthPausedError
+			if err := c.Flush(ctx); !errors.As(err, &paused) || !strings.Contains(paused.Message, "source a") {
+				t.Fatalf("Flush with only a's events left = %v; want an *AuthPausedError naming source a", err)
+			}
+			ra, rb := sourceRow(t, c, "a"), sourceRow(t, c, "b")
+			if !ra.Paused || ra.PausedReason != uploader.PausedAuthRefused || ra.AuthCode != "401" ||
+				ra.AuthKey != "sources.a.upload_write_key" || ra.Events != 6 {
+				t.Errorf("a's row %+v; want paused on a 401 naming sources.a.upload_write_key, its 6 events queued", ra)
+			}
+			if rb.Paused || rb.Events != 0 || rb.LastSuccess.IsZero() {
+				t.Errorf("b's row %+v; want delivered, not paused", rb)
+			}
+			if n := requestsWithKey(t, col, "wk-a"); n != 1 {
+				t.Errorf("%d requests with a's key, want the one refused (the next probe is a minute away)", n)
+			}
+		})
+	}
+}
+
+// An outage of one source's endpoint opens that source's breaker only: the other source, on
+// another endpoint, delivers as if there were none.
+func TestClient_Sources_AnOutageOfOneEndpointLeavesTheOtherSourceAlone(t *testing.T) {
+	for _, conc := range []string{"1", uploader.DefaultConcurrency} {
+		t.Run("concurrency "+conc, func(t *testing.T) {
+			down := startScript(t, "503:default")
+			col := sinktest.Start(t, sink.Options{})
+			clock := budgettest.New(time.Time{})
+			c, a, b := twoSources(t, down.URL()+"/v1/batch", col.URL()+"/v1/batch", conc, clock)
+			ctx := waitCtx(t)
+			enqueueIn(t, a, 0, 6)
+			if err := down.WaitRequests(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			enqueueIn(t, b, 0, 6)
+			if err := col.WaitEvents(ctx, 6); err != nil {
+				t.Fatalf("b's events during a's outage: %v", err)
+			}
+			waitRow(t, c, "b", delivered)
+			if ra := sourceRow(t, c, "a"); !ra.Paused || ra.PausedReason != uploader.PausedBreakerOpen || ra.Events != 6 {
+				t.Errorf("a's row %+v; want its breaker open, its 6 events queued", ra)
+			}
+			if rb := sourceRow(t, c, "b"); rb.Paused || rb.Events != 0 {
+				t.Errorf("b's row %+v; want delivered, not paused", rb)
+			}
+			if n := len(down.Requests()); n != 1 {
+				t.Errorf("%d requests to a's endpoint, want 1 (the next waits for its backoff)", n)
+			}
+		})
+	}
+}
