@@ -131,11 +131,39 @@ func sourceLine(s agent.SourceStatus) string {
 	if s.DeadBatches > 0 {
 		line += fmt.Sprintf("; %d dead batches (%d events)", s.DeadBatches, s.DeadEvents)
 	}
+	if s.InFlight > 0 {
+		line += fmt.Sprintf("; %d batches in flight", s.InFlight)
+	}
 	line += "; last success " + orDash(clock(s.LastSuccess))
+	if s.Paused {
+		line += "; " + pausedLine(s)
+	}
 	if s.Relay {
 		line += " (relay)"
 	}
 	return line
+}
+
+// pausedLine says why a source's delivery is paused, in words.
+func pausedLine(s agent.SourceStatus) string {
+	until := clock(s.PausedUntil)
+	switch s.PausedReason {
+	case "retry_after":
+		line := "PAUSED: the collector asked to wait (Retry-After)"
+		if until != "" {
+			line += " until " + until
+		}
+		return line
+	case "auth_refused":
+		line := fmt.Sprintf("PAUSED: credentials refused (%s): fix %s", s.PausedCode, s.PausedKey)
+		if until != "" {
+			line += ", next probe at " + until
+		}
+		return line
+	case "breaker_open":
+		return "PAUSED: its endpoint is failing, probing one batch at a time"
+	}
+	return "PAUSED: " + s.PausedReason
 }
 
 // retryLine describes the worker's retry state in words.

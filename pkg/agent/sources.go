@@ -121,6 +121,18 @@ type SourceStatus struct {
 	DeadBatches int64      `json:"dead_batches"`
 	DeadEvents  int64      `json:"dead_events"`
 	LastSuccess *time.Time `json:"last_success,omitempty"`
+	// Paused says that this source's delivery is held while the others go on, and
+	// PausedReason why: "retry_after" (the collector asked its write key to wait until
+	// PausedUntil), "auth_refused" (the destination refuses its credentials: PausedCode is the
+	// refusal, PausedKey the configuration key to fix, PausedUntil the next probe) or
+	// "breaker_open" (its endpoint or key is failing: one probe at a time).
+	Paused       bool       `json:"paused"`
+	PausedReason string     `json:"paused_reason,omitempty"`
+	PausedUntil  *time.Time `json:"paused_until,omitempty"`
+	PausedCode   string     `json:"paused_code,omitempty"`
+	PausedKey    string     `json:"paused_key,omitempty"`
+	// InFlight is how many of its batches are leased and not yet delivered or dead-lettered.
+	InFlight int `json:"in_flight"`
 }
 
 // sourceRows are the per-source rows of /v1/status, with each source's dead letters counted
@@ -143,7 +155,8 @@ func (a *Agent) sourceRows(rows []uploader.SourceStats) []SourceStatus {
 	for _, r := range rows {
 		out = append(out, SourceStatus{Name: r.Name, Relay: r.Relay, Events: r.Events, Bytes: r.Bytes,
 			OldestAge: r.OldestAge.Seconds(), DeadBatches: deadBy[r.Name].batches, DeadEvents: deadBy[r.Name].events,
-			LastSuccess: optTime(r.LastSuccess)})
+			LastSuccess: optTime(r.LastSuccess), Paused: r.Paused, PausedReason: r.PausedReason,
+			PausedUntil: optTime(r.PausedUntil), PausedCode: r.AuthCode, PausedKey: r.AuthKey, InFlight: r.InFlight})
 	}
 	return out
 }
