@@ -66,11 +66,13 @@
 // into halves that were. One batch more than the limit is leased, so that a destination that
 // builds its payload ahead (the HTTP one: the gzipped body) builds the next batch's while the
 // ones before it are in flight. The gate (gate.go) admits every attempt by composing four
-// policies: the hold (hold.go: a usable Retry-After, refused credentials), the breaker
-// (breaker.go: after a failure nothing new starts while an answer is pending; during an
-// outage one probe at a time, paced by its own backoff), the limit (limit.go: fixed, or
-// auto's slow start, additive increase, multiplicative decrease) and the slots (slots.go: a
-// lease's rank among those not waiting must be below the limit). upload.concurrency: 1 (or a
+// policies: per source a hold (hold.go: a usable Retry-After, refused credentials) and a
+// breaker (breaker.go: after a failure nothing new starts while an answer is pending; during
+// an outage one probe at a time, paced by its own backoff), per endpoint a limit (limit.go:
+// fixed, or auto's slow start, additive increase, multiplicative decrease), and the slots
+// (slots.go: a lease's rank among those of its endpoint not waiting must be below the limit).
+// A held source's batches take no place and the dispatcher leases none of it (isolation.go):
+// a 429, a 401 or an outage of one source never delays another's events. upload.concurrency: 1 (or a
 // destination that takes one batch at a time) is a limit of one with acks in order: only the
 // oldest lease may send, and it holds its place until its ack has committed, so delivery is
 // FIFO. Otherwise each accepted batch is acked in its own transaction, in any order, and a
@@ -100,11 +102,12 @@
 // after batch.interval.
 //
 // A 401 or 403 (ClassAuthRefused) says our credentials are wrong, not the events. With
-// upload.on_auth_failure: pause (the default) delivery pauses (authpause.go): no new attempt of
-// any batch starts, the batches stay queued with their budgets untouched (no retry counted, no
-// X-Retry-Count), and the head batch alone is tried again once a minute until one is accepted,
-// which resumes everything. Stats().AuthPause says so, Flush returns an *AuthPausedError
-// (ErrAuthRefused), and a warn line names the key to fix. With dead_letter the batch is
+// upload.on_auth_failure: pause (the default) delivery of that source pauses (authpause.go): no
+// new attempt of any of its batches starts, they stay queued with their budgets untouched (no
+// retry counted, no X-Retry-Count), and its head batch alone is tried again once a minute
+// until one is accepted, which resumes the source; the other sources go on. Stats().Sources
+// and Stats().AuthPause say so, Flush returns an *AuthPausedError (ErrAuthRefused) once only
+// paused sources have events left, and a warn line names the source and the key to fix. With dead_letter the batch is
 // dead-lettered as any rejection.
 //
 // # Reconfigure
