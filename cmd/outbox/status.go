@@ -132,7 +132,7 @@ func sourceLine(s agent.SourceStatus) string {
 		line += fmt.Sprintf("; %d dead batches (%d events)", s.DeadBatches, s.DeadEvents)
 	}
 	if s.InFlight > 0 {
-		line += fmt.Sprintf("; %d batches in flight", s.InFlight)
+		line += fmt.Sprintf("; %d in flight", s.InFlight)
 	}
 	line += "; last success " + orDash(clock(s.LastSuccess))
 	if s.Paused {

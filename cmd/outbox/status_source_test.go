@@ -18,7 +18,7 @@ func TestSourceLine_SaysWhyASourceIsPaused(t *testing.T) {
 	}{
 		{"a source not paused says nothing of a pause",
 			agent.SourceStatus{Name: "a", Events: 3, InFlight: 1},
-			[]string{"3 events", "1 batches in flight"}, []string{"PAUSED"}},
+			[]string{"3 events", "1 in flight"}, []string{"PAUSED"}},
 		{"a Retry-After says until when",
 			agent.SourceStatus{Name: "a", Paused: true, PausedReason: "retry_after", PausedUntil: &until},
 			[]string{"PAUSED: the collector asked to wait (Retry-After) until " + clock(&until)}, nil},
