@@ -143,7 +143,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	if hd != nil {
 		endpoint = srcs.endpointOf(cfg.Upload.Endpoint) // sources sharing an endpoint share its limit
 	}
-	c.w.gate = newGate(cfg.Upload, bound, o.clock, endpoint)
+	c.w.gate = newGate(cfg.Upload, bound, o.clock, c.w.probePace, endpoint)
 	c.w.sources = srcs
 	c.w.start()
 	return c, nil

@@ -35,9 +35,11 @@ func (w *worker) dispatch() bool {
 	for {
 		// The sources the gate holds are skipped: their batches wait, the others' go on.
 		sk := &skipper{g: w.gate, stopping: w.stopping()}
+		var tailDue time.Time // when a tail left unleased is batch.interval old
 		for !stop && w.runCtx.Err() == nil {
-			b, ok := w.leaseNext(last, held, sk.skip)
+			b, ok, due := w.leaseNext(last, held, sk.skip)
 			if !ok {
+				tailDue = due
 				break
 			}
 			last = b
@@ -54,10 +56,17 @@ func (w *worker) dispatch() bool {
 			// its events as due.
 			return !stop && w.runCtx.Err() == nil
 		}
-		var holdEnds <-chan time.Time // a source skipped for its Retry-After may be leased once it ends
+		// A source skipped for its Retry-After may be leased once it ends, and a tail left
+		// unleased is due once batch.interval old: while a held source's batches stay in
+		// flight the worker does not go back to waitDue, so the dispatcher keeps both times.
+		at := sk.until
+		if !tailDue.IsZero() && (at.IsZero() || tailDue.Before(at)) {
+			at = tailDue
+		}
+		var holdEnds <-chan time.Time
 		var timer budget.Timer
-		if !sk.until.IsZero() {
-			timer = w.clock.NewTimer(sk.until.Sub(w.clock.Now()))
+		if !at.IsZero() {
+			timer = w.clock.NewTimer(at.Sub(w.clock.Now()))
 			holdEnds = timer.C()
 		}
 		select {
@@ -94,36 +103,79 @@ func (h *leased) remove(events, bytes int) {
 }
 
 // leaseNext leases the batch after last (the head when last is nil), false when there is none
-// or it is not due yet (a tail smaller than a full batch goes back through waitDue, which
-// knows batch.interval, once nothing is in flight). Whether a full batch follows those held
+// or it is not due yet: then due is when that tail batch will be (its source's oldest queued
+// event batch.interval old), zero when there is none. Whether a full batch follows those held
 // is first judged from the queue's counters in memory, so that the wake-up of every Enqueue
-// does not cost a read of the batch after them while intake is slower than delivery.
-func (w *worker) leaseNext(last *queue.Lease, held leased, skip func(string) bool) (*queue.Lease, bool) {
+// does not cost a read of the batch after them while intake is slower than delivery. skip
+// passes over the sources the gate holds.
+func (w *worker) leaseNext(last *queue.Lease, held leased, skip func(string) bool) (b *queue.Lease, ok bool, due time.Time) {
 	s := w.settings()
 	if last != nil && !w.stopping() && w.flushing.Load() == 0 {
 		events, bytes, _ := w.q.Pending()
 		if events-int64(held.events) < int64(s.batch.MaxEvents) && bytes-int64(held.bytes) < int64(s.leaseBytes) {
-			return nil, false
+			if due := w.tailDueAt(last, held, skip, s); due.IsZero() || w.clock.Now().Before(due) {
+				return nil, false, due
+			} // else a tail is batch.interval old: read it
 		}
 	}
 	if last == nil {
 		b, err := w.q.LeaseSkipping(w.runCtx, s.batch.MaxEvents, s.leaseBytes, skip)
 		if err != nil {
 			w.log.Error("lease a batch", "error", err)
-			return nil, false
+			return nil, false, time.Time{}
 		}
-		return b, b != nil && len(b.Events) > 0
+		return b, b != nil && len(b.Events) > 0, time.Time{}
 	}
 	b, more, err := w.q.LeaseAfterSkipping(last, s.batch.MaxEvents, s.leaseBytes, skip)
 	if err != nil {
 		w.log.Warn("lease the next batch", "error", err)
-		return nil, false
+		return nil, false, time.Time{}
+	}
+	if b == nil || len(b.Events) == 0 {
+		return nil, false, time.Time{}
 	}
 	if !w.dueNext(b, more, s) {
-		b.Release()
-		return nil, false
+		if !w.gate.anyHeld() {
+			b.Release()
+			return nil, false, time.Time{}
+		}
+		if due := w.oldestIn(b.Source).Add(s.batch.Interval); w.clock.Now().Before(due) {
+			b.Release()
+			return nil, false, due
+		}
 	}
-	return b, true
+	return b, true, time.Time{}
+}
+
+// tailDueAt is when the events not yet leased are due by age (tail batches): the oldest queued
+// event of a source not skipped, batch.interval on; zero when nothing may be waiting, judged
+// from memory. Only needed while a source is held: otherwise the batches in flight soon leave
+// and waitDue, which knows the interval, takes over.
+func (w *worker) tailDueAt(last *queue.Lease, held leased, skip func(string) bool, s *settings) time.Time {
+	events, _, _ := w.q.Pending()
+	if last == nil || events <= int64(held.events) || !w.gate.anyHeld() {
+		return time.Time{}
+	}
+	var oldest time.Time
+	for _, st := range w.q.Sources() {
+		if st.Events > 0 && !skip(st.Name) && (oldest.IsZero() || st.Oldest.Before(oldest)) {
+			oldest = st.Oldest
+		}
+	}
+	if oldest.IsZero() {
+		return time.Time{}
+	}
+	return oldest.Add(s.batch.Interval)
+}
+
+// oldestIn is the intake time of source's oldest queued event (zero when none).
+func (w *worker) oldestIn(source string) time.Time {
+	for _, st := range w.q.Sources() {
+		if st.Name == source {
+			return st.Oldest
+		}
+	}
+	return time.Time{}
 }
 
 // carry delivers one lease with its own budget (restored from its saved retry state) until it

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/delivery"
-
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -19,8 +18,8 @@ import (
 //     speaks of a write key) until it has passed; refused credentials hold every batch of the
 //     source but its head, which probes once per authProbeInterval;
 //   - a breaker per source (breaker.go): after a failure nothing new of the source starts
-//     while an answer of it is pending, and during an outage one probe at a time, paced by
-//     its own backoff;
+//     while an answer of it is pending, and during an outage one probe at a time, on the
+//     probe schedule;
 //   - a limit per endpoint (limit.go): a fixed upload.concurrency, or auto's adaptive one,
 //     never above the destination's own bound; sources that post to the same endpoint share
 //     it (it speaks of the collector);
@@ -34,12 +33,13 @@ import (
 // held source delays no other. At most twice the most that may be in flight are leased at
 // once per endpoint, not counting the batches of held sources (leasable).
 type gate struct {
-	mu       sync.Mutex             // guards the fields below
-	fixed    int                    // upload.concurrency as a number; 0 for auto (setFixed changes it)
-	bound    int                    // the destination's own bound; 0 for none
-	ceil     int                    // upload.max_concurrency: auto's ceiling
-	sources  map[string]*sourceGate // each source's hold and breaker, made on first use
-	autos    map[string]*aimdLimit  // each endpoint's auto limit, made on first use; kept while fixed, so that auto can come back
+	mu       sync.Mutex                // guards the fields below
+	fixed    int                       // upload.concurrency as a number; 0 for auto (setFixed changes it)
+	bound    int                       // the destination's own bound; 0 for none
+	ceil     int                       // upload.max_concurrency: auto's ceiling
+	sources  map[string]*sourceGate    // each source's hold and breaker, made on first use
+	autos    map[string]*aimdLimit     // each endpoint's auto limit, made on first use; kept while fixed, so that auto can come back
+	pace     func(n int) time.Duration // every breaker's probe schedule (see breaker)
 	endpoint func(source string) string
 	slots    slots         // the batches in flight
 	changed  chan struct{} // closed and replaced on every change
@@ -58,13 +58,14 @@ type lease struct {
 	b   *queue.Lease
 }
 
-// newGate returns the gate of a client. endpoint names where a source's batches go (nil:
-// every source shares one endpoint, as with a destination that has no endpoints).
-func newGate(cfg UploadConfig, bound int, clock budget.Clock, endpoint func(source string) string) *gate {
+// newGate returns the gate of a client. pace is the breaker's probe schedule (see breaker);
+// endpoint names where a source's batches go (nil: every source shares one endpoint, as with
+// a destination that has no endpoints).
+func newGate(cfg UploadConfig, bound int, clock budget.Clock, pace func(n int) time.Duration, endpoint func(source string) string) *gate {
 	if endpoint == nil {
 		endpoint = func(string) string { return "" }
 	}
-	return &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock,
+	return &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock, pace: pace,
 		ceil: max(cfg.MaxConcurrency, 1), sources: map[string]*sourceGate{}, autos: map[string]*aimdLimit{}, endpoint: endpoint}
 }
 
@@ -84,7 +85,7 @@ func (g *gate) setFixed(fixed int) {
 func (g *gate) sourceLocked(source string) *sourceGate {
 	sg := g.sources[source]
 	if sg == nil {
-		sg = &sourceGate{}
+		sg = &sourceGate{brk: breaker{pace: g.pace}}
 		g.sources[source] = sg
 	}
 	return sg
@@ -259,9 +260,7 @@ func (g *gate) add(b *queue.Lease) *lease {
 func (g *gate) remove(l *lease) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	source := g.slots.sourceOf(l.seq)
 	g.slots.remove(l.seq)
-	g.sourceLocked(source).brk.left(l.seq)
 	g.notifyLocked()
 }
 
@@ -311,15 +310,17 @@ func (g *gate) tryBegin(id uint64) verdict {
 	if !ok || wait > 0 {
 		return v
 	}
-	eligible := id == 0 || g.slots.probeEligible(id)
-	if !sg.brk.allow(id, eligible, g.slots.sendingOf(m.source)) {
+	if wait, ok := sg.brk.allow(now, g.slots.sendingOf(m.source)); !ok {
+		if wait > 0 {
+			v.pause, v.path = wait, PathBackoff
+		}
 		return v
 	}
 	if id != 0 && !g.ranked(id, m, sg, now) {
 		return v
 	}
 	g.slots.begin(id)
-	sg.brk.begin(id)
+	sg.brk.begin()
 	v.admitted = true
 	return v
 }
@@ -340,10 +341,7 @@ func (g *gate) finish(id uint64, o *delivery.Outcome, rtt time.Duration) {
 		g.limiter(m.endpoint).Observe(sample{answer: answerOf(*o), rtt: rtt, inflight: max(leased, 1), now: now,
 			sent: sent, latest: g.slots.attempt})
 	}
-	if id != 0 && h != healthNone {
-		g.slots.setFailed(id, h == healthDown)
-	}
-	g.sourceLocked(m.source).brk.observe(id, h, sent, g.slots.sendingOf(m.source))
+	g.sourceLocked(m.source).brk.observe(h, sent, g.slots.sendingOf(m.source), now)
 	g.notifyLocked()
 }
 
@@ -353,8 +351,8 @@ func (g *gate) finish(id uint64, o *delivery.Outcome, rtt time.Duration) {
 // its source may, and only when no batch of the endpoint is being sent and no other source's
 // head that takes a place was leased before it: a batch waiting out its backoff is overtaken
 // by none of its own source, and a source on hold holds up no other. Otherwise its rank must be below the endpoint's limit,
-// except while its source's breaker is open: its one probe is the limit then, and need not
-// be among the oldest.
+// except while its source's breaker is open: its one probe is the limit then, and may be any
+// batch of the source ready to go.
 func (g *gate) ranked(id uint64, m slotMeta, sg *sourceGate, now time.Time) bool {
 	counts := func(o uint64) bool { return g.slots.meta[o].endpoint == m.endpoint && g.countsLocked(o, now) }
 	switch {

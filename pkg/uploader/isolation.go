@@ -49,6 +49,20 @@ func (g *gate) sourceStatus(source string) sourcePause {
 	return p
 }
 
+// anyHeld reports whether a source with batches in flight is held: then the dispatcher may
+// stay busy long (its batches wait out the hold), and it minds the other sources' tails itself.
+func (g *gate) anyHeld() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clock.Now()
+	for name := range g.sources {
+		if live, _ := g.slots.liveOf(name); live > 0 && g.heldLocked(name, now) {
+			return true
+		}
+	}
+	return false
+}
+
 // heldSources returns the sources whose events are not due at now although queued: those
 // whose Retry-After runs (until is the earliest end among them), and, once the worker is
 // stopping, those whose credentials are refused (Close waits for no probe). nil when none.

@@ -36,13 +36,15 @@ func twoSources(t *testing.T, endpoint, bEndpoint, conc string, clock *budgettes
 	return c, a, b
 }
 
-// enqueueIn stores n events of src numbered from first.
+// enqueueIn stores n events of src numbered from first, in one call (whole batches).
 func enqueueIn(t *testing.T, s *uploader.Source, first, n int) {
 	t.Helper()
-	for i := range n {
-		if err := s.Enqueue(waitCtx(t), sourceEvent(s.Name(), first+i)); err != nil {
-			t.Fatal(err)
-		}
+	evs := make([]any, n)
+	for i := range evs {
+		evs[i] = sourceEvent(s.Name(), first+i)
+	}
+	if err := s.Enqueue(waitCtx(t), evs...); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -207,9 +209,44 @@ func TestClient_Sources_AnOutageOfOneEndpointLeavesTheOtherSourceAlone(t *testin
 			if rb := sourceRow(t, c, "b"); rb.Paused || rb.Events != 0 {
 				t.Errorf("b's row %+v; want delivered, not paused", rb)
 			}
-			if n := len(down.Requests()); n != 1 {
-				t.Errorf("%d requests to a's endpoint, want 1 (the next waits for its backoff)", n)
+			if n := len(down.Requests()); n > 2 {
+				t.Errorf("%d requests to a's endpoint, want at most 2: the failure and the breaker's first probe (the next waits for the probe schedule)", n)
 			}
 		})
+	}
+}
+
+// While a source's batch waits out its Retry-After in flight, another source's batch smaller
+// than batch.max_events still goes once batch.interval old: the dispatcher, busy with the
+// held batch, keeps the interval itself.
+func TestClient_Sources_ATailOfAnotherSourceGoesAfterTheIntervalWhileOneIsHeld(t *testing.T) {
+	var limited atomic.Bool
+	limited.Store(true)
+	col := sinktest.Start(t, sink.Options{Respond: func(r sink.Request, scripted sink.Response) sink.Response {
+		if limited.Load() && keyOf(t, r) == "wk-a" {
+			return sink.Response{Status: 429, RetryAfter: "30"}
+		}
+		return scripted
+	}})
+	clock := budgettest.New(time.Time{})
+	c, a, b := twoSources(t, col.URL()+"/v1/batch", "", uploader.DefaultConcurrency, clock)
+	ctx := waitCtx(t)
+	enqueueIn(t, a, 0, 2)
+	waitRow(t, c, "a", func(r uploader.SourceStats) bool { return r.Paused })
+	enqueueIn(t, b, 0, 1) // a tail: one event of two
+	// Timers: a's batch waiting out its Retry-After, the dispatcher waiting for the hold or for
+	// b's tail to be batch.interval old.
+	if err := clock.BlockUntil(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(col.Events()); n != 0 {
+		t.Fatalf("%d events delivered before b's tail was batch.interval old", n)
+	}
+	clock.Advance(uploader.DefaultBatchInterval)
+	if err := col.WaitEvents(ctx, 1); err != nil {
+		t.Fatalf("b's tail after batch.interval while a is held: %v", err)
+	}
+	if e := col.Events()[0]; !strings.Contains(string(e), `"event":"b"`) {
+		t.Fatalf("delivered %s, want b's event", e)
 	}
 }

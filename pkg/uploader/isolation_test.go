@@ -115,7 +115,7 @@ func TestGate_Sources_EachSourceHoldsOnlyItself(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := budgettest.New(time.Unix(0, 0))
-			g := newGate(UploadConfig{Concurrency: tt.concurrency, MaxConcurrency: 32}, 0, clk,
+			g := newGate(UploadConfig{Concurrency: tt.concurrency, MaxConcurrency: 32}, 0, clk, testPace,
 				func(s string) string { return endpoints[s] })
 			var ls []*lease
 			for _, s := range tt.leases {
@@ -150,7 +150,7 @@ func TestGate_Sources_EachSourceHoldsOnlyItself(t *testing.T) {
 // probe after a reload probes every paused source.
 func TestGate_Sources_RefusedCredentialsResumeAndProbePerSource(t *testing.T) {
 	clk := budgettest.New(time.Unix(0, 0))
-	g := newGate(UploadConfig{Concurrency: "4"}, 0, clk, nil)
+	g := newGate(UploadConfig{Concurrency: "4"}, 0, clk, testPace, nil)
 	a, b := addOf(g, "a"), addOf(g, "b")
 	g.refuse("a", "401", "sources.a.upload_write_key")
 	g.refuse("b", "403", "sources.b.upload_write_key")
@@ -179,7 +179,7 @@ func TestGate_Sources_RefusedCredentialsResumeAndProbePerSource(t *testing.T) {
 func TestGate_Sources_EachEndpointHasItsOwnLimit(t *testing.T) {
 	clk := budgettest.New(time.Unix(0, 0))
 	endpoints := map[string]string{"a": "us", "eu": "eu"}
-	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk,
+	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk, testPace,
 		func(s string) string { return endpoints[s] })
 	g.autoLocked("us").limit = 16
 	g.autoLocked("eu").limit = 16
