@@ -161,7 +161,11 @@ func pausedLine(s agent.SourceStatus) string {
 		}
 		return line
 	case "breaker_open":
-		return "PAUSED: its endpoint is failing, probing one batch at a time"
+		line := "PAUSED: its endpoint is failing, probing one batch at a time"
+		if until != "" {
+			line += ", next probe at " + until
+		}
+		return line
 	}
 	return "PAUSED: " + s.PausedReason
 }

@@ -125,7 +125,8 @@ type SourceStatus struct {
 	// PausedReason why: "retry_after" (the collector asked its write key to wait until
 	// PausedUntil), "auth_refused" (the destination refuses its credentials: PausedCode is the
 	// refusal, PausedKey the configuration key to fix, PausedUntil the next probe) or
-	// "breaker_open" (its endpoint or key is failing: one probe at a time).
+	// "breaker_open" (its endpoint or key is failing: one probe at a time, the next at
+	// PausedUntil).
 	Paused       bool       `json:"paused"`
 	PausedReason string     `json:"paused_reason,omitempty"`
 	PausedUntil  *time.Time `json:"paused_until,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/delivery"
@@ -158,7 +159,11 @@ func (w *worker) authMessage(source, code, key string) string {
 		who = "the " + name + " destination"
 	}
 	if source != DefaultSource {
-		return fmt.Sprintf("%s refuses the credentials of source %s (%s): fix %s and reload", who, source, code, key)
+		fix := "fix " + key + " and reload"
+		if !strings.HasPrefix(key, "sources.") && !strings.HasPrefix(key, "upload.") {
+			fix = "fix " + key // a relay source's key is the apps' own: no reload of ours changes it
+		}
+		return fmt.Sprintf("%s refuses the credentials of source %s (%s): %s", who, source, code, fix)
 	}
 	return fmt.Sprintf("%s refuses our credentials (%s): fix %s and reload", who, code, key)
 }

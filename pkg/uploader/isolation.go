@@ -23,7 +23,7 @@ const (
 // sourcePause is what the gate says of one source for Stats.
 type sourcePause struct {
 	reason   string    // "" when not paused, else a Paused* constant
-	until    time.Time // the Retry-After's end, or the next probe of refused credentials
+	until    time.Time // the Retry-After's end, the next probe of refused credentials or of an outage
 	code     string    // refused credentials: the last refusal
 	key      string    // refused credentials: the configuration key to fix
 	inFlight int       // its batches leased and not yet delivered or dead-lettered
@@ -45,6 +45,9 @@ func (g *gate) sourceStatus(source string) sourcePause {
 		p.reason, p.until = PausedRetryAfter, sg.hold.until
 	case sg.brk.open:
 		p.reason = PausedBreakerOpen
+		if sg.brk.probes > 0 && sg.brk.pace != nil { // the first probe goes at once
+			p.until = sg.brk.since.Add(sg.brk.pace(sg.brk.probes))
+		}
 	}
 	return p
 }

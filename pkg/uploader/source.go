@@ -24,7 +24,7 @@ type SourceStats struct {
 	// PausedUntil), PausedAuthRefused (the destination refuses its credentials: AuthCode is the
 	// last refusal, AuthKey the key to fix; its head batch probes at PausedUntil) or
 	// PausedBreakerOpen (its endpoint or key failed every attempt in flight: one probe at a
-	// time, PausedUntil zero).
+	// time, the next no sooner than PausedUntil; zero when it may go at once).
 	Paused       bool
 	PausedReason string
 	PausedUntil  time.Time
