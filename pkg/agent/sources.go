@@ -166,6 +166,7 @@ func (a *Agent) sourceRows(rows []uploader.SourceStats) []SourceStatus {
 type sourceMetrics struct {
 	m                                    *Metrics
 	queueEvents, queueBytes, lastSuccess *prometheus.Desc
+	paused, inFlight                     *prometheus.Desc
 }
 
 // registerSources registers the per-source gauges and outbox_sources_refused_total.
@@ -179,6 +180,8 @@ func (m *Metrics) registerSources() error {
 		queueEvents: desc("source_queue_events", "Events waiting in the queue, by source."),
 		queueBytes:  desc("source_queue_bytes", "Stored bytes of the events waiting, by source."),
 		lastSuccess: desc("source_last_upload_success_timestamp_seconds", "Unix time of the source's last delivered batch since start; 0 when none."),
+		paused:      desc("source_paused", "1 while the source's delivery is held (a Retry-After, refused credentials, an open breaker; /v1/status says which), else 0."),
+		inFlight:    desc("source_in_flight_batches", "The source's batches leased and not yet delivered or dead-lettered."),
 	}
 	for _, c := range []prometheus.Collector{m.sourcesRefused, sm} {
 		if err := m.reg.Register(c); err != nil {
@@ -193,6 +196,8 @@ func (s *sourceMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- s.queueEvents
 	ch <- s.queueBytes
 	ch <- s.lastSuccess
+	ch <- s.paused
+	ch <- s.inFlight
 }
 
 // Collect implements prometheus.Collector: one series per source and gauge.
@@ -209,5 +214,11 @@ func (s *sourceMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(s.queueEvents, prometheus.GaugeValue, float64(r.Events), r.Name)
 		ch <- prometheus.MustNewConstMetric(s.queueBytes, prometheus.GaugeValue, float64(r.Bytes), r.Name)
 		ch <- prometheus.MustNewConstMetric(s.lastSuccess, prometheus.GaugeValue, last, r.Name)
+		paused := 0.0
+		if r.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(s.paused, prometheus.GaugeValue, paused, r.Name)
+		ch <- prometheus.MustNewConstMetric(s.inFlight, prometheus.GaugeValue, float64(r.InFlight), r.Name)
 	}
 }

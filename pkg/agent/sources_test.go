@@ -1,13 +1,17 @@
 package agent_test
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -124,5 +128,51 @@ func TestAgent_Sources_FullSourceGets503AndAnotherIsAccepted(t *testing.T) {
 	if m := string(h.get("/metrics").body); !strings.Contains(m, `outbox_source_queue_events{source="big"} 1`) ||
 		!strings.Contains(m, `outbox_events_dropped_total{reason="source_full"} 1`) {
 		t.Fatalf("metrics lack the per-source series or the source_full count:\n%s", m)
+	}
+}
+
+func TestAgent_Sources_ARefusedSourceIsPausedAloneInStatusAndMetrics(t *testing.T) {
+	h := start(t, setup{
+		agent: agent.Config{Sources: agent.SourcesConfig{Keys: map[string]string{"wk-in-a": "a", "wk-in-b": "b"}}},
+		upload: func(c *uploader.Config) {
+			c.Sources.Named = map[string]*uploader.SourceConfig{"a": {UploadWriteKey: "wk-up-a"}, "b": {UploadWriteKey: "wk-up-b"}}
+		},
+		sinkOpts: sink.Options{Respond: func(r sink.Request, scripted sink.Response) sink.Response {
+			if r.Header.Get("Authorization") != "" && basicKey(t, r.Header.Get("Authorization")) == "wk-up-a" {
+				return sink.Response{Status: 401}
+			}
+			return scripted
+		}},
+	})
+	for _, key := range []string{"wk-in-a", "wk-in-b"} {
+		if r := h.do(req{path: "/v1/batch", body: []byte(appEvent(key, 0)), writeKey: key}); r.code != http.StatusOK {
+			t.Fatalf("ingest with %s: %d %s", key, r.code, r.body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.client.Flush(ctx); err == nil {
+		t.Fatal("Flush = nil, want a's pause on refused credentials")
+	}
+	var st struct {
+		Sources []agent.SourceStatus `json:"sources"`
+	}
+	if err := json.Unmarshal(h.get("/v1/status").body, &st); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]agent.SourceStatus{}
+	for _, r := range st.Sources {
+		rows[r.Name] = r
+	}
+	if a := rows["a"]; !a.Paused || a.PausedReason != "auth_refused" || a.PausedCode != "401" || a.PausedKey != "sources.a.upload_write_key" || a.InFlight != 1 {
+		t.Errorf("a's row %+v; want paused on a 401 naming sources.a.upload_write_key, its batch in flight", a)
+	}
+	if b := rows["b"]; b.Paused || b.Events != 0 || b.LastSuccess == nil {
+		t.Errorf("b's row %+v; want delivered, not paused", b)
+	}
+	m := string(h.get("/metrics").body)
+	if !strings.Contains(m, `outbox_source_paused{source="a"} 1`) || !strings.Contains(m, `outbox_source_paused{source="b"} 0`) ||
+		!strings.Contains(m, `outbox_source_in_flight_batches{source="a"} 1`) {
+		t.Fatalf("metrics lack a's pause or b's absence of one:\n%s", m)
 	}
 }

@@ -240,7 +240,8 @@ func withIndex(err error, i int) error {
 // ctx's error when ctx ends first, a *WaitingError when the worker waits on a retry budget
 // (with several batches in flight, once every one of them waits; the queue will not empty
 // before its Until), the *HookError or *ConfigError that keeps the head batch from being sent,
-// an *AuthPausedError while the destination refuses our credentials, or errs.ErrClosed after Close.
+// an *AuthPausedError once only sources whose credentials the destination refuses have events
+// left, or errs.ErrClosed after Close.
 func (c *Client) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	closed := c.closed

@@ -17,7 +17,8 @@ type Stats struct {
 	Store    StoreStats
 	Counters Counters
 	// AuthPause says whether delivery is paused because the destination refuses our
-	// credentials, since when, and the key to fix.
+	// credentials, since when, and the key to fix: the default source's pause, else the first
+	// paused source's by name (each source's own is in Sources; the others go on meanwhile).
 	AuthPause AuthPauseStats
 	// Sources are each source's queued events and last delivery, by name (sources.go).
 	Sources []SourceStats
