@@ -110,13 +110,19 @@ func (s *skipper) skip(source string) bool {
 }
 
 // pendingDue is what waitDue counts as due: the queued events, bytes and oldest intake time
-// of the sources not in held (every source when held is empty).
-func (w *worker) pendingDue(held map[string]bool) (events, bytes int64, oldest time.Time) {
+// of the sources not in held (every source when held is empty), and whether a source in held
+// has events queued (then the worker waits for its hold rather than idles).
+func (w *worker) pendingDue(held map[string]bool) (events, bytes int64, oldest time.Time, heldQueued bool) {
 	if len(held) == 0 {
-		return w.q.Pending()
+		events, bytes, oldest = w.q.Pending()
+		return events, bytes, oldest, false
 	}
 	for _, st := range w.q.Sources() {
-		if held[st.Name] || st.Events == 0 {
+		if st.Events == 0 {
+			continue
+		}
+		if held[st.Name] {
+			heldQueued = true
 			continue
 		}
 		events += st.Events
@@ -125,7 +131,7 @@ func (w *worker) pendingDue(held map[string]bool) (events, bytes int64, oldest t
 			oldest = st.Oldest
 		}
 	}
-	return events, bytes, oldest
+	return events, bytes, oldest, heldQueued
 }
 
 // heldQueued reports whether every queued event is of a source in held.

@@ -112,9 +112,9 @@ func (w *worker) waitDue() bool {
 	for {
 		// The events of a source on hold are not due (isolation.go): they wait for its hold.
 		held, heldUntil := w.gate.heldSources(w.stopping())
-		events, bytes, oldest := w.pendingDue(held)
+		events, bytes, oldest, heldQueued := w.pendingDue(held)
 		if events == 0 {
-			if !heldUntil.IsZero() {
+			if heldQueued && !heldUntil.IsZero() {
 				if !w.waitHeld(heldUntil) {
 					return false
 				}
