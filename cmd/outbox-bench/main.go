@@ -50,7 +50,7 @@ type options struct {
 
 // allSections are the sections of the suite, in run order.
 func allSections() []string {
-	return []string{"peers", "ceiling", "enqueue", "agent", "encrypt", "faults", "faultpeers", "outage", "e2e", "kafka"}
+	return []string{"peers", "ceiling", "enqueue", "agent", "encrypt", "faults", "faultpeers", "outage", "e2e", "sources", "kafka"}
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
