@@ -108,14 +108,14 @@ func (b *bench) runSources(ctx context.Context) {
 	}
 	b.progress("sources: 1 source: drain the backlog while %d senders add %s events with the same key",
 		sourceSenders-1, thousands(int64(plan.total()-plan.backlog)))
-	res.one, err = b.sourcesRun(ctx, one, plan, func(int) string { return senderKey(0) }, "agent-sources-1.log")
+	res.one, err = b.sourcesRun(ctx, one, plan, func(int) string { return senderKey(0) }, "sources-1")
 	b.drop(one)
 	if err != nil {
 		b.fail("sources", fmt.Errorf("1 source: %w", err))
 		return
 	}
 	b.progress("sources: %d sources: the same, each sender with its own key", sourceSenders)
-	res.several, err = b.sourcesRun(ctx, several, plan, func(id int) string { return senderKey(plan.sender(id)) }, "agent-sources-8.log")
+	res.several, err = b.sourcesRun(ctx, several, plan, func(id int) string { return senderKey(plan.sender(id)) }, "sources-8")
 	if err != nil {
 		b.fail("sources", fmt.Errorf("%d sources: %w", sourceSenders, err))
 		return
@@ -166,16 +166,24 @@ func (b *bench) sourcesFill(ctx context.Context, dataDir string, plan sourcesPla
 
 // sourcesRun restarts the agent on dataDir (the backlog queued) against a checking collector,
 // sends the small senders' events while the backlog drains, each request with keyOf of its
-// events, and measures until every event has arrived.
-func (b *bench) sourcesRun(ctx context.Context, dataDir string, plan sourcesPlan, keyOf func(id int) string, logName string) (sourcesRunResult, error) {
+// events, and measures until every event has arrived. The agent logs to agent-NAME.log; with
+// -agent-profile its CPU profile goes to NAME.pprof there.
+func (b *bench) sourcesRun(ctx context.Context, dataDir string, plan sourcesPlan, keyOf func(id int) string, name string) (sourcesRunResult, error) {
 	var res sourcesRunResult
 	s, err := startSourceSink(plan.total(), plan.backlog, keyOf)
 	if err != nil {
 		return res, err
 	}
 	defer s.close()
-	p, err := startAgent(agentSpec{bin: b.opt.bin, dataDir: dataDir, endpoint: s.endpoint(), env: b.sourcesEnv(),
-		logPath: filepath.Join(b.root, logName)})
+	env, pprofAddr := b.sourcesEnv(), ""
+	if b.opt.agentProfile != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return res, err
+		}
+		env = append(env, "OUTBOX_DEBUG_PPROF_LISTEN="+pprofAddr)
+	}
+	p, err := startAgent(agentSpec{bin: b.opt.bin, dataDir: dataDir, endpoint: s.endpoint(), env: env,
+		logPath: filepath.Join(b.root, "agent-"+name+".log")})
 	if err != nil {
 		return res, err
 	}
@@ -184,6 +192,10 @@ func (b *bench) sourcesRun(ctx context.Context, dataDir string, plan sourcesPlan
 	defer cancel()
 	if res.ready, err = p.waitReady(rctx); err != nil {
 		return res, err
+	}
+	if pprofAddr != "" {
+		profiled := b.profileAgent(rctx, pprofAddr, filepath.Join(b.opt.agentProfile, name+".pprof"))
+		defer func() { <-profiled }() // before the agent is stopped
 	}
 	lctx, stopSenders := context.WithCancel(rctx)
 	defer stopSenders()
@@ -220,6 +232,41 @@ func (b *bench) sourcesRun(ctx context.Context, dataDir string, plan sourcesPlan
 	}
 	_, _, err = p.terminate(b.opt.shutdownTimeout + 10*time.Second)
 	return res, err
+}
+
+// profileAgent fetches a 10 s CPU profile from the agent's debug.pprof_listen into path, in
+// the background; the channel is closed when it is done (a failure is logged, the row goes on).
+func (b *bench) profileAgent(ctx context.Context, addr, path string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := func() error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?seconds=10", nil)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				return fmt.Errorf("HTTP %d", res.StatusCode)
+			}
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, res.Body); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}()
+		if err != nil {
+			b.progress("agent profile %s: %v", path, err)
+		} else {
+			b.progress("agent profile: %s", path)
+		}
+	}()
+	return done
 }
 
 // sendLive sends the perSmall events from first, perRequest per request with key as the
