@@ -61,15 +61,15 @@
 //	          -agent-profile DIR saves a 10 s CPU profile of each run's agent
 //
 // Every collector but the sources section's is a pkg/sink on 127.0.0.1 that keeps counters
-// only. Events are Segment track events of about 545 bytes made from 1,000 templates (event name, page, properties,
-// browser) filled with per-event values (user, ids, timestamp, prices), with distinct
-// messageIds; 500 of them gzip (BestSpeed) about 6.9:1, like real analytics traffic. Memory is read from
-// /proc/PID/status every 50 ms. The HTTP load builds one body per client before the clock
-// starts and only rewrites its fixed-width messageIds ("msg-" and 12 digits) per request,
-// so that it leaves the shared cores to the agent; the footnotes of the agent ingest and
-// end-to-end rows give the CPU per event of the agent and of the bench process. Progress
-// goes to stderr, the table to stdout; the exit code is 1 when a measurement failed (a miss
-// of a target is not a failure).
+// only. Events are Segment track events of about 545 bytes made from 1,000 templates (event
+// name, page, properties, browser) filled with per-event values (user, ids, timestamp, prices),
+// with distinct messageIds; 500 of them gzip (BestSpeed) about 6.9:1, like real analytics
+// traffic. Memory is read from /proc/PID/status every 50 ms. The HTTP load builds one body per
+// client before the clock starts and only rewrites its fixed-width messageIds ("msg-" and 12
+// digits) per request, so that it leaves the shared cores to the agent; the footnotes of the
+// agent ingest and end-to-end rows give the CPU per event of the agent and of the bench
+// process. Progress goes to stderr, the table to stdout; the exit code is 1 when a measurement
+// failed (a miss of a target is not a failure).
 //
 // Data directories go under -dir ($TMPDIR by default) and are removed after each step
 // (-keep keeps them and the agent logs); the default N of 1,000,000 needs about 1.5 GB free.
