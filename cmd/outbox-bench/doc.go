@@ -48,17 +48,18 @@
 //	          Enqueue) and through the agent (-clients × -per-request over HTTP)
 //	sources   several sources on one agent, the bin/outbox subprocess in relay mode (each
 //	          ingest write key its own source, as the README's DaemonSet runs it) with
-//	          batch.interval 500ms: N events are queued under one write key through POST
-//	          /v1/batch with the collector paused (the agent stopped, its data directory
-//	          copied), then the agent restarts on them while 7 other keys send N/9 events
-//	          (10 % of all, 100 per request) live, paced by the drain (a sender's k-th request
-//	          of K once 5 % + 70 % × k/(K-1) of the backlog has arrived). The collector is the
-//	          row's own (srcsink.go): it checks that every upload carries one write key and
-//	          only that key's events, and measures each live event's enqueue → arrival from a
-//	          send time in its properties: p99 vs 2 × batch.interval. The same events all
-//	          under the backlog's key give the one-source rate (8 sources ≥ 0.9× it); the
-//	          agent's CPU per event (/proc) covers the backlog's ingest and the run (≤ 10 µs).
-//	          -agent-profile DIR saves a 10 s CPU profile of each run's agent
+//	          batch.interval 500ms: N events are sent under one write key through POST
+//	          /v1/batch while the collector answers 429 Retry-After: 1; then the collector
+//	          accepts, and while that backlog drains 7 other keys send N/9 events (10 % of
+//	          all, 100 per request), paced by the drain (a sender's k-th request of K once
+//	          5 % + 70 % × k/(K-1) of the backlog has arrived). The collector is the row's
+//	          own (srcsink.go): it checks that every upload carries one write key and only
+//	          that key's events, and measures each live event's enqueue → arrival from a
+//	          send time in its properties: p99 vs 2 × batch.interval. The same run with
+//	          every event under the backlog's key gives the one-source rate (8 sources ≥
+//	          0.9× it); the agent's CPU per event (/proc, its whole life: the ingest and the
+//	          drain of every event) ≤ 10 µs. -agent-profile DIR saves a CPU profile of each
+//	          run's agent (60 s from the backlog's end)
 //
 // Every collector but the sources section's is a pkg/sink on 127.0.0.1 that keeps counters
 // only. Events are Segment track events of about 545 bytes made from 1,000 templates (event
@@ -75,7 +76,7 @@
 // (-keep keeps them and the agent logs); the default N of 1,000,000 needs about 1.5 GB free.
 // The full default run takes about 7 to 9 minutes on 2 cores (faultpeers and outage add about
 // two of them, the outage's 30 s of real time and the backoff after it included; sources
-// about one, two with its data directory twice and its CPU-bound drains on a loaded machine);
+// about one, and up to two on a loaded machine);
 // -quick takes about a minute.
 // The peers section builds bench/peers with the go command (-peers names its directory).
 package main

@@ -102,7 +102,7 @@ Usage: go run ./cmd/outbox-bench [flags]
 	fs.StringVar(&o.childDir, "child-dir", "", "internal: data directory of -child")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault script")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the in-process library runs) to this file")
-	fs.StringVar(&o.agentProfile, "agent-profile", "", "write CPU profiles of the sources section's agents (debug.pprof_listen, 10 s from ready) to sources-1.pprof and sources-8.pprof in this directory")
+	fs.StringVar(&o.agentProfile, "agent-profile", "", "write CPU profiles of the sources section's agents (debug.pprof_listen, 60 s from the end of the backlog's ingest) to sources-1.pprof and sources-8.pprof in this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -22,8 +22,9 @@ import (
 // (the same backlog, the small senders' events sent with the big sender's key, the same
 // agent configuration); the agent spends ≤ 10 µs of CPU per event, ingest and drain.
 //
-// The backlog is queued once through the agent's HTTP ingest with the collector paused (so
-// the agent's CPU for it is measured), and the data directory is copied for the second run.
+// In each run the backlog is queued through the agent's HTTP ingest while the collector
+// answers 429 Retry-After: 1, so the agent's CPU covers the ingest and the drain of every
+// event, with no restart in between.
 // The live senders are paced by the drain, not by the clock: a sender's k-th request of K
 // leaves once 5 % + 70 % × k/(K-1) of the backlog has reached the collector, so that every
 // live event is sent while the backlog drains and both runs send the same load at the same
@@ -64,25 +65,23 @@ func senderKey(j int) string { return "bench-source-" + strconv.Itoa(j) }
 
 // sourcesRunResult is one run's figures.
 type sourcesRunResult struct {
+	fill     loadResult    // the backlog through the agent's ingest
+	fillCPU  time.Duration // the agent's CPU from its start to the end of that ingest
 	sink     sinkResult
-	ready    time.Duration // process start → /readyz 200 on the full backlog
 	agentCPU time.Duration // the agent's CPU from its start to the last event at the collector
+	events   int
 }
 
 func (r sourcesRunResult) rate() float64 { return float64(r.sink.unique) / r.sink.span.Seconds() }
 
+// cpuPerEvent is the agent's CPU per event: the ingest and the drain of every event.
+func (r sourcesRunResult) cpuPerEvent() time.Duration { return r.agentCPU / time.Duration(r.events) }
+
 // sourcesResult is the row's figures.
 type sourcesResult struct {
 	plan    sourcesPlan
-	fill    loadResult    // the backlog through the agent's ingest
-	fillCPU time.Duration // the agent's CPU over that ingest
 	one     sourcesRunResult
 	several sourcesRunResult
-}
-
-// cpuPerEvent is the agent's CPU per event of run: the backlog's ingest and the run.
-func (r sourcesResult) cpuPerEvent(run sourcesRunResult) time.Duration {
-	return (r.fillCPU + run.agentCPU) / time.Duration(r.plan.total())
 }
 
 func (b *bench) runSources(ctx context.Context) {
@@ -91,31 +90,17 @@ func (b *bench) runSources(ctx context.Context) {
 		return
 	}
 	plan := newSourcesPlan(b.opt.events, b.opt.perRequest, b.gen)
-	one, several := b.dir("sources-1"), b.dir("sources-8")
-	defer b.drop(one)
-	defer b.drop(several)
 	res := sourcesResult{plan: plan}
-	b.progress("sources: queue a backlog of %s events under one write key through the agent (relay mode, collector paused)",
-		thousands(int64(plan.backlog)))
+	b.progress("sources: 1 source: queue %s events under one write key (collector paused), then drain them while %d senders add %s with the same key",
+		thousands(int64(plan.backlog)), sourceSenders-1, thousands(int64(plan.total()-plan.backlog)))
 	var err error
-	if res.fill, res.fillCPU, err = b.sourcesFill(ctx, one, plan); err != nil {
-		b.fail("sources", fmt.Errorf("queue the backlog: %w", err))
-		return
-	}
-	if err := copyDir(one, several); err != nil {
-		b.fail("sources", err)
-		return
-	}
-	b.progress("sources: 1 source: drain the backlog while %d senders add %s events with the same key",
-		sourceSenders-1, thousands(int64(plan.total()-plan.backlog)))
-	res.one, err = b.sourcesRun(ctx, one, plan, func(int) string { return senderKey(0) }, "sources-1")
-	b.drop(one)
+	res.one, err = b.sourcesRun(ctx, plan, func(int) string { return senderKey(0) }, "sources-1")
 	if err != nil {
 		b.fail("sources", fmt.Errorf("1 source: %w", err))
 		return
 	}
 	b.progress("sources: %d sources: the same, each sender with its own key", sourceSenders)
-	res.several, err = b.sourcesRun(ctx, several, plan, func(id int) string { return senderKey(plan.sender(id)) }, "sources-8")
+	res.several, err = b.sourcesRun(ctx, plan, func(id int) string { return senderKey(plan.sender(id)) }, "sources-8")
 	if err != nil {
 		b.fail("sources", fmt.Errorf("%d sources: %w", sourceSenders, err))
 		return
@@ -128,48 +113,15 @@ func (b *bench) sourcesEnv() []string {
 	return append(b.agentEnv(), "OUTBOX_SOURCES_RELAY=true", "OUTBOX_BATCH_INTERVAL="+sourcesInterval.String())
 }
 
-// sourcesFill queues the backlog in dataDir: the agent ingests it over POST /v1/batch with
-// sender 0's key while the collector answers 429 Retry-After: 300, then stops on SIGTERM. It
-// returns the ingest and the agent's CPU over it.
-func (b *bench) sourcesFill(ctx context.Context, dataDir string, plan sourcesPlan) (loadResult, time.Duration, error) {
-	s, err := startSink(pausedScript())
-	if err != nil {
-		return loadResult{}, 0, err
-	}
-	defer s.Close()
-	p, err := startAgent(agentSpec{bin: b.opt.bin, dataDir: dataDir, endpoint: s.endpoint(), env: b.sourcesEnv(),
-		logPath: filepath.Join(b.root, "agent-sources-fill.log")})
-	if err != nil {
-		return loadResult{}, 0, err
-	}
-	defer p.kill()
-	rctx, cancel := context.WithTimeout(ctx, b.opt.drainLimit)
-	defer cancel()
-	if _, err := p.waitReady(rctx); err != nil {
-		return loadResult{}, 0, err
-	}
-	cpu := startCPU(p.pid())
-	load, err := ingestLoad{url: p.url, gen: plan.gen, clients: b.opt.clients, perRequest: plan.perRequest,
-		total: plan.backlog, writeKey: senderKey(0)}.run(rctx)
-	use := cpu.stop()
-	if err != nil {
-		return load, 0, fmt.Errorf("ingest: %w%s", err, p.logTail())
-	}
-	if !use.ok {
-		return load, 0, fmt.Errorf("the agent's CPU time could not be read")
-	}
-	if _, _, err := p.terminate(b.opt.shutdownTimeout + 10*time.Second); err != nil {
-		return load, 0, err
-	}
-	return load, use.agent, nil
-}
-
-// sourcesRun restarts the agent on dataDir (the backlog queued) against a checking collector,
-// sends the small senders' events while the backlog drains, each request with keyOf of its
-// events, and measures until every event has arrived. The agent logs to agent-NAME.log; with
-// -agent-profile its CPU profile goes to NAME.pprof there.
-func (b *bench) sourcesRun(ctx context.Context, dataDir string, plan sourcesPlan, keyOf func(id int) string, name string) (sourcesRunResult, error) {
-	var res sourcesRunResult
+// sourcesRun starts the agent on an empty data directory against a checking collector that
+// answers 429 Retry-After: 1, queues the backlog through POST /v1/batch under sender 0's key,
+// then lets the collector accept and sends the small senders' events while the backlog
+// drains, each request with keyOf of its events, until every event has arrived. The agent
+// logs to agent-NAME.log; with -agent-profile its CPU profile goes to NAME.pprof.
+func (b *bench) sourcesRun(ctx context.Context, plan sourcesPlan, keyOf func(id int) string, name string) (sourcesRunResult, error) {
+	res := sourcesRunResult{events: plan.total()}
+	dataDir := b.dir(name)
+	defer b.drop(dataDir)
 	s, err := startSourceSink(plan.total(), plan.backlog, keyOf)
 	if err != nil {
 		return res, err
@@ -190,13 +142,22 @@ func (b *bench) sourcesRun(ctx context.Context, dataDir string, plan sourcesPlan
 	defer p.kill()
 	rctx, cancel := context.WithTimeout(ctx, b.opt.drainLimit)
 	defer cancel()
-	if res.ready, err = p.waitReady(rctx); err != nil {
+	if _, err = p.waitReady(rctx); err != nil {
 		return res, err
 	}
-	if pprofAddr != "" {
-		profiled := b.profileAgent(rctx, pprofAddr, filepath.Join(b.opt.agentProfile, name+".pprof"))
-		defer func() { <-profiled }() // before the agent is stopped
+	res.fill, err = ingestLoad{url: p.url, gen: plan.gen, clients: b.opt.clients, perRequest: plan.perRequest,
+		total: plan.backlog, writeKey: keyOf(0)}.run(rctx)
+	if err != nil {
+		return res, fmt.Errorf("queue the backlog: %w%s", err, p.logTail())
 	}
+	if res.fillCPU, err = cpuTime(p.pid()); err != nil {
+		return res, err
+	}
+	var profiled <-chan struct{} // nil: not profiling
+	if pprofAddr != "" {
+		profiled = b.profileAgent(rctx, pprofAddr, filepath.Join(b.opt.agentProfile, name+".pprof"))
+	}
+	s.resume()
 	lctx, stopSenders := context.WithCancel(rctx)
 	defer stopSenders()
 	var (
@@ -230,18 +191,22 @@ func (b *bench) sourcesRun(ctx context.Context, dataDir string, plan sourcesPlan
 	case res.sink.violations > 0:
 		return res, fmt.Errorf("%d violation(s) of one source's key per upload, the first: %s", res.sink.violations, res.sink.violation)
 	}
+	if profiled != nil {
+		<-profiled // the profile is lost if the agent stops first
+	}
 	_, _, err = p.terminate(b.opt.shutdownTimeout + 10*time.Second)
 	return res, err
 }
 
-// profileAgent fetches a 10 s CPU profile from the agent's debug.pprof_listen into path, in
-// the background; the channel is closed when it is done (a failure is logged, the row goes on).
+// profileAgent fetches a 60 s CPU profile (the whole run on 2 cores) from the agent's
+// debug.pprof_listen into path, in the background; the channel is closed when it is done (a
+// failure is logged, the row goes on).
 func (b *bench) profileAgent(ctx context.Context, addr, path string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		err := func() error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?seconds=10", nil)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/profile?seconds=60", nil)
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
 				return err
@@ -338,43 +303,6 @@ func newStampedBody(gen payloadFunc, first, n int) (*batchBody, []int, error) {
 	return bb, offs, nil
 }
 
-// copyDir copies the regular files of src into a new directory dst.
-func copyDir(src, dst string) error {
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return fmt.Errorf("copy the data directory: %w", err)
-	}
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		return fmt.Errorf("copy the data directory: %w", err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
-			return fmt.Errorf("copy the data directory: %w", err)
-		}
-	}
-	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // sourcesRows are the row's three figures and their targets.
 func (b *bench) sourcesRows() []row {
 	names := []string{
@@ -389,22 +317,23 @@ func (b *bench) sourcesRows() []row {
 	limit := 2 * sourcesInterval
 	sev, one := r.several, r.one
 	p99 := quantile(sev.sink.latency, 0.99)
-	cpu8, cpu1 := r.cpuPerEvent(sev), r.cpuPerEvent(one)
+	cpu8, cpu1 := sev.cpuPerEvent(), one.cpuPerEvent()
 	live := r.plan.total() - r.plan.backlog
 	big, small := sev.sink.senderUploads(senderKey(0))
 	return []row{{
 		name: names[0], result: secs(p99), ref: fmt.Sprintf("%s (2 × %s)", secs(limit), sourcesInterval),
 		ratio: pct(p99.Seconds() / limit.Seconds()), target: "≤ 2 × batch.interval", verdict: verdict(p99 <= limit),
 		detail: fmt.Sprintf("several sources: the bin/outbox subprocess in relay mode (sources.relay, batch.interval %s, "+
-			"otherwise the agent rows' configuration), restarted on %s events queued under one write key (sent through its "+
-			"POST /v1/batch with the collector paused, %s) while %d other senders, each with its own key, send %s events "+
-			"(%s each, %d per request, 10%% of all), paced by the drain: a sender's k-th request of K leaves once "+
-			"5%% + 70%% × k/(K-1) of the backlog has arrived. Enqueue → arrival of those %s events, from a send time in each "+
-			"event's properties read by the collector: p50 %s, p99 %s, max %s. The same events through one source (the "+
-			"backlog's key, same load, same configuration) wait behind the backlog: p50 %s, p99 %s. The collector checked "+
-			"every upload: all %s uploads of the %d sources carried exactly one write key and only that key's events "+
-			"(the big source %s uploads of %.0f events on average, the small ones %s of %.1f); %d duplicates.",
-			sourcesInterval, thousands(int64(r.plan.backlog)), rate(r.fill.rate()), sourceSenders-1, thousands(int64(live)),
+			"otherwise the agent rows' configuration) on an empty data directory is sent %s events under one write key "+
+			"through POST /v1/batch (%s) while the collector answers 429 Retry-After: 1; then the collector accepts, and "+
+			"while that backlog drains %d other senders, each with its own key, send %s events (%s each, %d per request, "+
+			"10%% of all), paced by the drain: a sender's k-th request of K leaves once 5%% + 70%% × k/(K-1) of the "+
+			"backlog has arrived. Enqueue → arrival of those %s events, from a send time in each event's properties read "+
+			"by the collector: p50 %s, p99 %s, max %s. The same events through one source (the backlog's key, same load, "+
+			"same configuration) wait behind the backlog: p50 %s, p99 %s. The collector checked every upload: all %s "+
+			"uploads of the %d sources carried exactly one write key and only that key's events (the big source %s "+
+			"uploads of %.0f events on average, the small ones %s of %.1f); %d duplicates.",
+			sourcesInterval, thousands(int64(r.plan.backlog)), rate(sev.fill.rate()), sourceSenders-1, thousands(int64(live)),
 			thousands(int64(r.plan.perSmall)), r.plan.perRequest, thousands(int64(len(sev.sink.latency))),
 			secs(quantile(sev.sink.latency, 0.5)), secs(p99), secs(quantile(sev.sink.latency, 1)),
 			secs(quantile(one.sink.latency, 0.5)), secs(quantile(one.sink.latency, 0.99)),
@@ -413,16 +342,17 @@ func (b *bench) sourcesRows() []row {
 	}, {
 		name: names[1], result: rate(sev.rate()), ref: rate(one.rate()) + " (1 source)",
 		ratio: pct(sev.rate() / one.rate()), target: "≥ 90% of 1 source", verdict: verdict(sev.rate() >= targetSourceRate*one.rate()),
-		detail: fmt.Sprintf("several sources, rate: all %s events (backlog and live), first upload at the collector → the last "+
-			"distinct event: %s with %d sources, %s through one (ready after %s and %s).",
-			thousands(int64(r.plan.total())), secs(sev.sink.span), sourceSenders, secs(one.sink.span), secs(sev.ready), secs(one.ready)),
+		detail: fmt.Sprintf("several sources, rate: all %s events (backlog and live), first accepted upload → the last "+
+			"distinct event at the collector: %s with %d sources, %s through one.",
+			thousands(int64(r.plan.total())), secs(sev.sink.span), sourceSenders, secs(one.sink.span)),
 	}, {
 		name: names[2], result: usPerEvent(cpu8), ref: usPerEvent(targetAgentCPU), ratio: pct(cpu8.Seconds() / targetAgentCPU.Seconds()),
 		target: "≤ 10 µs", verdict: verdict(cpu8 <= targetAgentCPU),
-		detail: fmt.Sprintf("several sources, CPU: the agent's utime+stime (/proc/PID/stat, 10 ms ticks) over the backlog's ingest "+
-			"(%s) and the run (%s, from its start to the last event at the collector: the live ingest and the drain of every "+
-			"event), per event of %s; through one source %s.",
-			r.fillCPU.Round(time.Millisecond), sev.agentCPU.Round(time.Millisecond), thousands(int64(r.plan.total())), usPerEvent(cpu1)),
+		detail: fmt.Sprintf("several sources, CPU: the agent's utime+stime (/proc/PID/stat, 10 ms ticks) from its start to "+
+			"the last event at the collector, %s (%s of it to the backlog's end: its ingest), per event of %s; through one "+
+			"source %s (%s, %s).",
+			sev.agentCPU.Round(time.Millisecond), sev.fillCPU.Round(time.Millisecond), thousands(int64(r.plan.total())),
+			usPerEvent(cpu1), one.agentCPU.Round(time.Millisecond), one.fillCPU.Round(time.Millisecond)),
 	}}
 }
 

@@ -33,6 +33,7 @@ type sourceSink struct {
 	backlog int                 // events 0 … backlog-1 are the big source's queued backlog
 	total   int                 // every event of the run; done closes once all arrived
 
+	accepting atomic.Bool  // false: every upload gets 429 Retry-After: 1 (resume)
 	backlogIn atomic.Int64 // distinct backlog events arrived, for pacing the live senders
 	done      chan struct{}
 	gz        sync.Pool // *gzip.Reader
@@ -41,7 +42,7 @@ type sourceSink struct {
 	seen       []uint64   // bitset of the messageIds arrived
 	unique     int
 	duplicates int
-	first      time.Time // the first upload's arrival
+	first      time.Time // the first accepted upload's arrival
 	last       time.Time // when the last distinct event arrived
 	latency    []time.Duration
 	uploads    map[string]*keyUploads // by write key
@@ -61,7 +62,8 @@ var (
 // sentDigits is the width of the send time in an event: Unix nanoseconds, zero-padded.
 const sentDigits = 19
 
-// startSourceSink serves on a free loopback port.
+// startSourceSink serves on a free loopback port, answering 429 Retry-After: 1 to every upload
+// until resume: the agent queues what it is sent and tries one batch a second meanwhile.
 func startSourceSink(total, backlog int, keyOf func(id int) string) (*sourceSink, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -84,11 +86,20 @@ func (s *sourceSink) endpoint() string { return s.url + "/v1/batch" }
 // close stops the server.
 func (s *sourceSink) close() { _ = s.srv.Close() }
 
+// resume accepts uploads from now on.
+func (s *sourceSink) resume() { s.accepting.Store(true) }
+
 // backlogArrived is how many of the backlog's events have arrived.
 func (s *sourceSink) backlogArrived() int { return int(s.backlogIn.Load()) }
 
 // serveBatch reads, checks and books one upload.
 func (s *sourceSink) serveBatch(w http.ResponseWriter, r *http.Request) {
+	if !s.accepting.Load() {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "paused", http.StatusTooManyRequests)
+		return
+	}
 	body, err := s.read(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
