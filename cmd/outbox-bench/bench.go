@@ -36,7 +36,7 @@ type bench struct {
 	e2eAg       *e2eAgentResult
 	kafka       *kafkaResult     // kafka.go
 	sources     *sourcesResult   // sources.go
-	errs        map[string]error // by step: "ceiling", "enqueue", "hold", "restart", "hold-encrypted", "restart-encrypted", "faults", "e2e-lib", "e2e-agent"
+	errs        map[string]error // by step: "ceiling", "enqueue", "hold", "restart", "hold-encrypted", "restart-encrypted", "faults", "e2e-lib", "e2e-agent", "sources"
 	enqueueErrs map[int]error
 }
 
