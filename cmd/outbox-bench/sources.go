@@ -25,6 +25,7 @@ import (
 // In each run the backlog is queued through the agent's HTTP ingest while the collector
 // answers 429 Retry-After: 1, so the agent's CPU covers the ingest and the drain of every
 // event, with no restart in between.
+//
 // The live senders are paced by the drain, not by the clock: a sender's k-th request of K
 // leaves once 5 % + 70 % × k/(K-1) of the backlog has reached the collector, so that every
 // live event is sent while the backlog drains and both runs send the same load at the same
