@@ -204,6 +204,9 @@ func (s *Store) commitGroup() {
 		fail(fmt.Errorf("store: begin write: %w", err))
 		return
 	}
+	// Every record handed to the sealer is sealed before the group's blocks go back to the
+	// pool (after this returns), whatever ends the group.
+	defer s.sealer.wait(&s.scratch)
 	defer s.guardGroup(tx)
 	s.noteHighWater(tx.Size())
 	b := newBuckets(tx)
@@ -223,6 +226,9 @@ func (s *Store) commitGroup() {
 			r.err = err
 			continue
 		}
+		if r.kind != opAppend {
+			s.sealer.wait(&s.scratch) // it may read a record appended earlier in the group
+		}
 		r.err = s.apply(b, r, &w)
 		if r.err != nil && !isLogical(r.err) {
 			_ = tx.Rollback()
@@ -236,6 +242,7 @@ func (s *Store) commitGroup() {
 			added += r.n
 		}
 	}
+	s.sealer.wait(&s.scratch) // the commit writes the records' bytes
 	newHead := s.sourceHeads(b, &w)
 	if err := s.putCounts(b, &w); err != nil {
 		_ = tx.Rollback()
