@@ -12,7 +12,7 @@ import (
 //
 //	[0]       sealedVersion
 //	[1:5]     id of the key that sealed it (keyring.ID)
-//	[5:17]    nonce (12 random bytes)
+//	[5:17]    nonce (12 bytes: one of a run from a random start, see Nonces)
 //	[17:]     AES-256-GCM ciphertext of the payload, then its 16-byte tag
 //
 // The additional data is the record's first 5 bytes, the bucket's name and the record's key:

@@ -170,7 +170,8 @@ func plusOne(v [nonceSize]byte) [nonceSize]byte {
 }
 
 // BenchmarkCodec is the cost of one 545-byte event's record, written (AppendUnsealed on the
-// caller's goroutine, then Seal on the writer's) and read (Open into a block), plain and sealed.
+// caller's goroutine, then Seal once the writer has put it, on the store's sealer) and read
+// (Open into a block), plain and sealed.
 func BenchmarkCodec(b *testing.B) {
 	payload := bytes.Repeat([]byte("x"), 545)
 	for _, tc := range []struct {
