@@ -205,6 +205,8 @@ var keys = []keyDef{
 		help: "extra HTTP headers on source <name>'s uploads, over upload.headers"},
 	{key: "sources.<name>.max_bytes", restart: rSources, kind: kindSize, named: func(c *Config, n string) any { return &c.namedSource(n).MaxBytes },
 		help: "source <name>'s share of queue.max_bytes: past it only its events are refused (503, counted as source_full); 0 = none of its own"},
+	{key: "sources.<name>.topic", restart: rDest, kind: kindString, named: func(c *Config, n string) any { return &c.namedSource(n).Topic },
+		help: "Kafka topic source <name>'s events are produced to (upload.destination: kafka); empty = upload.kafka.topic"},
 	{key: "sources.relay", restart: rSources, kind: kindBool, field: func(c *Config) any { return &c.Sources.Relay },
 		help: "relay mode: an ingest write key no source lists becomes a source of its own, uploaded with that key (OUTBOX_SOURCES_RELAY=true)"},
 	{key: "sources.relay_endpoint", restart: rSources, kind: kindString, field: func(c *Config) any { return &c.Sources.RelayEndpoint },
