@@ -63,7 +63,9 @@
 // allocated once. Level columns (queue events) are stored as
 // read, counter columns (events uploaded, failed attempts) as the change since the previous
 // sample, so the page draws rates directly. The page polls /v1/status and /v1/samples and
-// loads /v1/dead when the dead-letter counts change. Its Content-Security-Policy allows only
+// loads /v1/dead when the dead-letter counts change; with several sources it lists the rows of
+// /v1/status's sources, showing a column only when the rows carry its field. Its
+// Content-Security-Policy allows only
 // its inline script and style and requests to the agent itself.
 //
 // # Lifecycle
