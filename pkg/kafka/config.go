@@ -52,8 +52,8 @@ type Config struct {
 	Brokers []string // seed brokers, host:port; required
 	Topic   string   // required: the topic of every source without one in Topics
 	// Topics are the topics of the sources that have their own (sources.<name>.topic), by
-	// source name (delivery.Batch.Source; "default" is the default source, also named "").
-	// A source not in it produces to Topic.
+	// source name (delivery.Batch.Source; the default source, whose batches may carry "", is
+	// "default" here). A source not in it produces to Topic. New copies the map.
 	Topics      map[string]string
 	Key         string // KeyMessageID (default), KeyUserID or KeyNone
 	Compression string // none, gzip, snappy (default), lz4 or zstd

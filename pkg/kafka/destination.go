@@ -38,17 +38,16 @@ const SourceHeader = "outbox-source"
 // defaultSource names the source of a batch whose Source is "".
 const defaultSource = "default"
 
-// Destination produces batches into Config.Topic, or their source's own topic (Config.Topics). It implements delivery.BoundedDestination:
-// Send is safe for concurrent use (each call keeps its own state; the kgo client is shared),
-// up to MaxInFlight batches at once; Close is called once after the last Send.
+// Destination produces each batch into its source's own topic (Config.Topics), else into
+// Config.Topic. It implements delivery.BoundedDestination: Send is safe for concurrent use
+// (each call keeps its own state; the kgo client is shared), up to MaxInFlight batches at
+// once; Close is called once after the last Send.
 type Destination struct {
-	cfg Config
-	cl  *kgo.Client
-	log *slog.Logger
-	key keyFunc
-	// topics are Config.Topics as New found them, read by concurrent Sends.
-	topics map[string]string
-	live   attempts // the attempts in progress, for the kgo hooks
+	cfg  Config // its Topics are New's own copy, read by concurrent Sends
+	cl   *kgo.Client
+	log  *slog.Logger
+	key  keyFunc
+	live attempts // the attempts in progress, for the kgo hooks
 
 	maxInFlight int // the producer's in-flight limit per broker (MaxInFlight)
 
@@ -118,7 +117,7 @@ func New(cfg Config, opts ...Option) (*Destination, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	cfg.Topics = maps.Clone(cfg.Topics) // the caller's map may change after New
-	d := &Destination{cfg: cfg, log: log.With("destination", "kafka"), key: keyFor(cfg.key()), topics: cfg.Topics}
+	d := &Destination{cfg: cfg, log: log.With("destination", "kafka"), key: keyFor(cfg.key())}
 	kopts, err := d.clientOptions()
 	if err != nil {
 		return nil, err
@@ -202,7 +201,7 @@ func (d *Destination) Name() string { return "kafka" }
 // Config returns the configuration the destination was built with.
 func (d *Destination) Config() Config {
 	c := d.cfg
-	c.Topics = maps.Clone(c.Topics) // Sends read d's
+	c.Topics = maps.Clone(c.Topics) // Sends read d's own
 	return c
 }
 
@@ -260,7 +259,7 @@ func (d *Destination) route(source string) (name, topic string) {
 	if source == "" {
 		source = defaultSource
 	}
-	if t, ok := d.topics[source]; ok {
+	if t, ok := d.cfg.Topics[source]; ok {
 		return source, t
 	}
 	return source, d.cfg.Topic
