@@ -57,17 +57,19 @@ func TestAgent_Reload_AddsReKeysAndRemovesSources_ARemovedOneDrainsWithItsLastKe
 			t.Fatalf("ingest with wk-a: %d %s", r.code, r.body)
 		}
 	}
-	// app-a removed, app-b re-keyed, app-c added.
+	// app-a removed; app-b re-keyed, upload key and ingest key both; app-c added.
 	h.reloadSources(map[string]*uploader.SourceConfig{"app-b": {UploadWriteKey: "up-b2"}, "app-c": {UploadWriteKey: "up-c"}},
-		map[string]string{"wk-b": "app-b", "wk-c": "app-c"})
-	for _, app := range []string{"b", "c"} {
-		if r := h.do(req{path: "/v1/batch", body: []byte(appEvent("app-"+app, 0)), writeKey: "wk-" + app}); r.code != http.StatusOK {
-			t.Fatalf("ingest with wk-%s after the reload: %d %s", app, r.code, r.body)
+		map[string]string{"wk-b2": "app-b", "wk-c": "app-c"})
+	for key, app := range map[string]string{"wk-b2": "app-b", "wk-c": "app-c"} {
+		if r := h.do(req{path: "/v1/batch", body: []byte(appEvent(app, 0)), writeKey: key}); r.code != http.StatusOK {
+			t.Fatalf("ingest with %s after the reload: %d %s", key, r.code, r.body)
 		}
 	}
-	// wk-a now is a key no source lists, and other keys are configured: refused.
-	if r := h.do(req{path: "/v1/batch", body: []byte(appEvent("app-a", 9)), writeKey: "wk-a"}); r.code != http.StatusUnauthorized {
-		t.Fatalf("the removed source's key after the reload: %d, want 401", r.code)
+	// wk-a and wk-b now are keys no source lists, and other keys are configured: refused.
+	for _, key := range []string{"wk-a", "wk-b"} {
+		if r := h.do(req{path: "/v1/batch", body: []byte(appEvent("app-a", 9)), writeKey: key}); r.code != http.StatusUnauthorized {
+			t.Fatalf("%s, dropped from the sources by the reload: %d, want 401", key, r.code)
+		}
 	}
 	if row, ok := h.sourceStatus("app-a"); !ok || !row.Removed || row.Events != 3 {
 		t.Fatalf("app-a in the status after its removal: %+v (listed %v), want removed with 3 events", row, ok)
