@@ -115,9 +115,9 @@ func TestClient_Reconfigure_ReKeysASource_TheNextUploadCarriesTheNewKeyEndpointA
 }
 
 func TestClient_Reconfigure_RemovedSource_DrainsItsQueueWithItsLastKey_ThenIsForgotten(t *testing.T) {
-	col := sinkOK(t)
+	col, release := holdingSink(t) // the batches that leave before the reload stay in flight
 	cfg := testConfig(t.TempDir(), col.URL()+"/v1/batch")
-	cfg.Batch.Interval = 1 << 40 // nothing leaves before the flush
+	cfg.Batch.Interval = 1 << 40 // the rest leave at the flush
 	cfg.Batch.MaxEvents = 7
 	cfg.Sources.Named = map[string]*uploader.SourceConfig{"app-a": {UploadWriteKey: "wk-a"}, "app-b": {UploadWriteKey: "wk-b"}}
 	c := open(t, cfg)
@@ -141,6 +141,7 @@ func TestClient_Reconfigure_RemovedSource_DrainsItsQueueWithItsLastKey_ThenIsFor
 	if _, err := c.Source("app-a"); err == nil {
 		t.Fatal("Source(app-a) after its removal: no error")
 	}
+	release()
 	settle(t, c)
 	keys, n := keysOfSource(t, col, "app-a")
 	if n != queued {
