@@ -79,8 +79,8 @@
 // # Reload
 //
 // The process that runs the agent reloads its configuration on SIGHUP (outbox run): it hands
-// the new ingest credentials to Reconfigure (an atomic swap; each request is checked against
-// the set current when it arrives), re-reads the TLS files with ReloadTLS, and reports the
+// the new ingest credentials and the write key → source mapping to Reconfigure (atomic swaps;
+// each request is checked and routed with the set current when it arrives), re-reads the TLS files with ReloadTLS, and reports the
 // outcome to RecordReload, which counts it in outbox_config_reloads_total{result} and shows the
 // last one as Status.Reload and on the status page (reload.go).
 package agent
