@@ -51,8 +51,14 @@ func changes(a, b *Config) (live, restart []string) {
 			continue
 		}
 		seen[k.key] = true
-		if namedIn(a, k) == namedIn(b, k) &&
-			reflect.DeepEqual(reflect.ValueOf(k.ptr(&ca)).Elem().Interface(), reflect.ValueOf(k.ptr(&cb)).Elem().Interface()) {
+		va, vb := reflect.ValueOf(k.ptr(&ca)).Elem(), reflect.ValueOf(k.ptr(&cb)).Elem()
+		inA, inB := namedIn(a, k), namedIn(b, k)
+		if inA == inB && reflect.DeepEqual(va.Interface(), vb.Interface()) {
+			continue
+		}
+		// A name added or removed changes its keys that need a restart only where it sets
+		// them: a source added without a Kafka topic of its own goes to upload.kafka.topic.
+		if !k.d.live && inA != inB && va.IsZero() && vb.IsZero() {
 			continue
 		}
 		if k.d.live {
