@@ -50,11 +50,11 @@ func (d *scripted) Close() error {
 
 func TestWithDestination_RoutesOutcomesOntoTheBudgetsAndDeadLetters(t *testing.T) {
 	tests := []struct {
-		name       string
-		script     []delivery.Outcome
-		wantDead   int    // events dead-lettered
-		wantCode   string // the dead letter's code, named in its detail
-		wantRetry  []int  // Batch.Retry of each Send
+		name      string
+		script    []delivery.Outcome
+		wantDead  int    // events dead-lettered
+		wantCode  string // the dead letter's code, named in its detail
+		wantRetry []int  // Batch.Retry of each Send
 	}{
 		{name: "a retryable failure with a code is retried with the count, then delivered",
 			script:    []delivery.Outcome{{Class: delivery.ClassRetryable, Code: "NOT_LEADER_FOR_PARTITION"}},
