@@ -115,10 +115,10 @@ func DeadFilterText(f DeadFilter) map[string]string {
 	return out
 }
 
-// parseDeadTime reads an RFC 3339 time, or a duration ago from now.
+// parseDeadTime reads an RFC 3339 time, or a duration ago from now, in UTC.
 func parseDeadTime(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
+		return t.UTC(), nil
 	}
 	d, err := time.ParseDuration(v)
 	if days, ok := strings.CutSuffix(v, "d"); ok {
@@ -134,7 +134,7 @@ func parseDeadTime(v string, now time.Time) (time.Time, error) {
 	case d < 0:
 		return time.Time{}, fmt.Errorf("a duration ago cannot be negative: give 2h for two hours ago")
 	}
-	return now.Add(-d), nil
+	return now.Add(-d).UTC(), nil
 }
 
 // checkDeadStatus reports whether v can be the last answer's code of a dead batch.
