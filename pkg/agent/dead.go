@@ -118,7 +118,7 @@ func (a *Agent) handleDeadList(w http.ResponseWriter, r *http.Request) {
 		out.Batches = append(out.Batches, NewDeadBatch(d))
 		events += d.Count
 	}
-	a.audit(r, "dead_list", "filter", auditFilter(uploader.DeadFilterText(f)), "batches", len(list), "events", events)
+	a.audit(r, "dead_list", "batches", len(list), "events", events, "filter", auditFilter(uploader.DeadFilterText(f)))
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -153,8 +153,8 @@ func (a *Agent) handleDeadReplay(w http.ResponseWriter, r *http.Request) {
 		a.adminFailed(w, err)
 		return
 	}
-	a.audit(r, "dead_replay", "ids", auditIDs(dr.IDs), "filter", auditFilter(uploader.DeadFilterText(f)),
-		"batches", res.Batches, "events", res.Events)
+	a.audit(r, "dead_replay", "ids", auditDeadIDs(dr.IDs, f), "batches", res.Batches, "events", res.Events,
+		"filter", auditFilter(uploader.DeadFilterText(f)))
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -188,8 +188,8 @@ func (a *Agent) handleDeadPurge(w http.ResponseWriter, r *http.Request) {
 		}
 		res = DeadPurgeResult{Batches: dres.Batches, Events: dres.Events}
 	}
-	a.audit(r, "dead_purge", "ids", auditIDs(dr.IDs), "filter", auditFilter(uploader.DeadFilterText(f)),
-		"batches", res.Batches, "events", res.Events)
+	a.audit(r, "dead_purge", "ids", auditDeadIDs(dr.IDs, f), "batches", res.Batches, "events", res.Events,
+		"filter", auditFilter(uploader.DeadFilterText(f)))
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -261,6 +261,14 @@ func (a *Agent) parseDeadFilter(w http.ResponseWriter, text map[string]string, w
 		return uploader.DeadFilter{}, false
 	}
 	return f, true
+}
+
+// auditDeadIDs names the batches a replay or purge was asked for: "matching" those of a filter.
+func auditDeadIDs(ids []string, f uploader.DeadFilter) string {
+	if len(ids) == 0 && !f.IsZero() {
+		return "matching"
+	}
+	return auditIDs(ids)
 }
 
 // auditFilter is a filter's text for the audit line ("none" for no filter).
