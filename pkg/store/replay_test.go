@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/outboxhq/outbox/pkg/store"
+	"github.com/outboxhq/outbox/pkg/store/fsck"
 )
 
 // appendIn stores events in source's FIFO and waits for the commit.
@@ -158,5 +159,25 @@ func TestStore_ReplayAndPurgeMatching_ActOnTheMatchesOnly(t *testing.T) {
 	matched, err := s.DeadListMatching(store.DeadFilter{Status: "400"})
 	if err != nil || len(matched) != 1 || matched[0].ID != list[0].ID {
 		t.Fatalf("list status 400: %+v, %v", matched, err)
+	}
+}
+
+// recover keeps the replay runs with the events (which keep their keys): a replayed batch that
+// dies after a recovery still counts its replay.
+func TestRecover_KeepsTheReplayCounts(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, store.Options{NoSync: true})
+	appendIn(t, s, "a", []byte(`{"messageId":"a0"}`))
+	deadHead(t, s, "a", 1)
+	replayAll(t, s, 1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsck.RecoverWith(dir, fsck.RecoverOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir, store.Options{NoSync: true})
+	if d := deadHead(t, s, "a", 1); d.Info.Replays != 1 {
+		t.Fatalf("replayed batch dead after a recovery: replays %d, want 1", d.Info.Replays)
 	}
 }
