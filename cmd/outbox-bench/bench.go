@@ -35,7 +35,8 @@ type bench struct {
 	e2eLib      *e2eResult
 	e2eAg       *e2eAgentResult
 	kafka       *kafkaResult     // kafka.go
-	errs        map[string]error // by step: "ceiling", "enqueue", "hold", "restart", "hold-encrypted", "restart-encrypted", "faults", "e2e-lib", "e2e-agent"
+	sources     *sourcesResult   // sources.go
+	errs        map[string]error // by step: "ceiling", "enqueue", "hold", "restart", "hold-encrypted", "restart-encrypted", "faults", "e2e-lib", "e2e-agent", "sources"
 	enqueueErrs map[int]error
 }
 
@@ -96,7 +97,7 @@ func (b *bench) runSections(ctx context.Context) {
 		fn   func(context.Context)
 	}{
 		{"peers", b.runPeers}, {"ceiling", b.runCeilings}, {"enqueue", b.runEnqueue}, {"agent", b.runAgent}, {"encrypt", b.runEncrypt},
-		{"faults", b.runFaults}, {"faultpeers", b.runFaultPeers}, {"outage", b.runOutage}, {"e2e", b.runE2E}, {"kafka", b.runKafka},
+		{"faults", b.runFaults}, {"faultpeers", b.runFaultPeers}, {"outage", b.runOutage}, {"e2e", b.runE2E}, {"sources", b.runSources}, {"kafka", b.runKafka},
 	}
 	for _, s := range steps {
 		if on[s.name] && ctx.Err() == nil {

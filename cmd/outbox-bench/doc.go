@@ -46,22 +46,37 @@
 //	e2e       end to end, first enqueue → the sink holds all N distinct messageIds, gzip on,
 //	          queue.sync always: through the library (-producers goroutines calling
 //	          Enqueue) and through the agent (-clients × -per-request over HTTP)
+//	sources   several sources on one agent, the bin/outbox subprocess in relay mode (each
+//	          ingest write key its own source, as the README's DaemonSet runs it) with
+//	          batch.interval 500ms: N events are sent under one write key through POST
+//	          /v1/batch while the collector answers 429 Retry-After: 1; then the collector
+//	          accepts, and while that backlog drains 7 other keys send N/9 events (10 % of
+//	          all, 100 per request), paced by the drain (a sender's k-th request of K once
+//	          5 % + 70 % × k/(K-1) of the backlog has arrived). The collector is the row's
+//	          own (srcsink.go): it checks that every upload carries one write key and only
+//	          that key's events, and measures each live event's enqueue → arrival from a
+//	          send time in its properties: p99 vs 2 × batch.interval. The same run with
+//	          every event under the backlog's key gives the one-source rate (8 sources ≥
+//	          0.9× it); the agent's CPU per event (/proc, its whole life: the ingest and the
+//	          drain of every event) ≤ 10 µs. -agent-profile DIR saves a CPU profile of each
+//	          run's agent (60 s from the backlog's end)
 //
-// Every collector is a pkg/sink on 127.0.0.1 that keeps counters only. Events are Segment
-// track events of about 545 bytes made from 1,000 templates (event name, page, properties,
-// browser) filled with per-event values (user, ids, timestamp, prices), with distinct
-// messageIds; 500 of them gzip (BestSpeed) about 6.9:1, like real analytics traffic. Memory is read from
-// /proc/PID/status every 50 ms. The HTTP load builds one body per client before the clock
-// starts and only rewrites its fixed-width messageIds ("msg-" and 12 digits) per request,
-// so that it leaves the shared cores to the agent; the footnotes of the agent ingest and
-// end-to-end rows give the CPU per event of the agent and of the bench process. Progress
-// goes to stderr, the table to stdout; the exit code is 1 when a measurement failed (a miss
-// of a target is not a failure).
+// Every collector but the sources section's is a pkg/sink on 127.0.0.1 that keeps counters
+// only. Events are Segment track events of about 545 bytes made from 1,000 templates (event
+// name, page, properties, browser) filled with per-event values (user, ids, timestamp, prices),
+// with distinct messageIds; 500 of them gzip (BestSpeed) about 6.9:1, like real analytics
+// traffic. Memory is read from /proc/PID/status every 50 ms. The HTTP load builds one body per
+// client before the clock starts and only rewrites its fixed-width messageIds ("msg-" and 12
+// digits) per request, so that it leaves the shared cores to the agent; the footnotes of the
+// agent ingest and end-to-end rows give the CPU per event of the agent and of the bench
+// process. Progress goes to stderr, the table to stdout; the exit code is 1 when a measurement
+// failed (a miss of a target is not a failure).
 //
 // Data directories go under -dir ($TMPDIR by default) and are removed after each step
 // (-keep keeps them and the agent logs); the default N of 1,000,000 needs about 1.5 GB free.
-// The full default run takes about 6 to 8 minutes on 2 cores (faultpeers and outage add about
-// two of them, the outage's 30 s of real time and the backoff after it included); -quick
-// takes about a minute.
+// The full default run takes about 7 to 9 minutes on 2 cores (faultpeers and outage add about
+// two of them, the outage's 30 s of real time and the backoff after it included; sources
+// about one, and up to two on a loaded machine);
+// -quick takes about a minute.
 // The peers section builds bench/peers with the go command (-peers names its directory).
 package main

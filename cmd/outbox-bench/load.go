@@ -23,6 +23,7 @@ type ingestLoad struct {
 	perRequest int
 	first      int
 	total      int
+	writeKey   string // sent as the Basic auth username when set (the source it selects)
 }
 
 // maxCounter bounds the event numbers that fit in an idDigits-digit messageId counter.
@@ -78,7 +79,7 @@ func (l ingestLoad) run(ctx context.Context) (loadResult, error) {
 				// The previous request's answer has been read, and the agent answers
 				// only once it has read the whole body: the buffer is free to patch.
 				body := bb.patch(l.first+k*l.perRequest, n)
-				if err := postOnce(ctx, hc, l.url+"/v1/batch", body); err != nil {
+				if err := postOnce(ctx, hc, l.url+"/v1/batch", l.writeKey, body); err != nil {
 					fail(fmt.Errorf("request %d: %w", k, err))
 					return
 				}
@@ -91,13 +92,17 @@ func (l ingestLoad) run(ctx context.Context) (loadResult, error) {
 	return res, firstEr
 }
 
-// postOnce posts one batch body and wants a 200.
-func postOnce(ctx context.Context, hc *http.Client, url string, body []byte) error {
+// postOnce posts one batch body, with writeKey as the Basic auth username when it is set (as
+// Segment SDKs send theirs), and wants a 200.
+func postOnce(ctx context.Context, hc *http.Client, url, writeKey string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if writeKey != "" {
+		req.SetBasicAuth(writeKey, "")
+	}
 	res, err := hc.Do(req)
 	if err != nil {
 		return err

@@ -37,6 +37,7 @@ type options struct {
 	only            string // comma-separated sections
 	seed            uint64 // fault script seed
 	cpuprofile      string
+	agentProfile    string // directory for CPU profiles of the several-sources row's agents
 	peerEvents      int    // events each peer-comparison client sends
 	peerRounds      int    // rounds of the peer comparison (medians)
 	peersDir        string // the bench/peers module
@@ -50,7 +51,7 @@ type options struct {
 
 // allSections are the sections of the suite, in run order.
 func allSections() []string {
-	return []string{"peers", "ceiling", "enqueue", "agent", "encrypt", "faults", "faultpeers", "outage", "e2e", "kafka"}
+	return []string{"peers", "ceiling", "enqueue", "agent", "encrypt", "faults", "faultpeers", "outage", "e2e", "sources", "kafka"}
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -101,6 +102,7 @@ Usage: go run ./cmd/outbox-bench [flags]
 	fs.StringVar(&o.childDir, "child-dir", "", "internal: data directory of -child")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the fault script")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of this process (the in-process library runs) to this file")
+	fs.StringVar(&o.agentProfile, "agent-profile", "", "write CPU profiles of the sources section's agents (debug.pprof_listen, 60 s from the end of the backlog's ingest) to sources-1.pprof and sources-8.pprof in this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -27,6 +27,7 @@ func (b *bench) rows() []row {
 	rs = append(rs, b.e2eRows()...)
 	rs = append(rs, b.agentRows()...)
 	rs = append(rs, b.kafkaRows()...)
+	rs = append(rs, b.sourcesRows()...)
 	return rs
 }
 

@@ -1,5 +1,7 @@
 package uploader
 
+import "time"
+
 // breakerThreshold is how many failures in a row, with no success between them, open the
 // breaker while other attempts are still in flight. Under 20% of failures six in a row come
 // about once in 15,000 attempts; fewer would open it on bad luck, more would let an outage
@@ -8,31 +10,36 @@ const breakerThreshold = 6
 
 // breaker keeps an outage from costing more requests than one batch in flight would, in every
 // mode (upload.concurrency 1, a fixed N, auto). It is a value the gate owns under its lock,
-// and a source of its own can own another; ids name the batches in flight (0: the one batch
-// of upload.concurrency: 1).
+// and a source of its own can own another.
 //
 //	closed     no failure since the last success: every attempt may start
 //	suspect    the last answer was a failure: no attempt starts while another is in flight,
 //	           since that one's answer says whether the destination is up
-//	open       every attempt in flight failed (or breakerThreshold in a row did): one batch,
-//	           the probe, may start, and only once nothing else is in flight
-//	half-open  the probe's attempt is in flight: nothing else starts
+//	open       every attempt in flight failed (or breakerThreshold in a row did): one attempt,
+//	           the probe, may start once nothing else is in flight, on the probe schedule
+//	half-open  the probe is in flight: nothing else starts
 //
-// The probe is the first batch ready to go that failed during this episode (a fresh batch
-// only when none of those is left in flight), and it stays the probe until a success or until
-// it leaves flight, so the probe's own backoff paces the outage as it paces the one batch of
-// upload.concurrency: 1. A success closes it, unless its request was sent before the first
-// failure of the streak was: an answer to a request the destination took just before it went
-// down says nothing of now. Answers that are neither (a Retry-After, a rejection, refused
+// The probe schedule: the first probe goes at once (one failure with nothing else in flight
+// cannot tell a random fault from an outage, and a check costs one request where waiting
+// costs a backoff), then the n-th one no sooner than pace(n) after the streak's first
+// failure, pace being one batch's backoff schedule without jitter (budget.Unjittered): so an
+// outage costs, after the requests in flight when it began, one check and then no more
+// requests than one batch retrying alone. Any batch ready to go may probe: a fresh one, or
+// one whose own backoff has passed.
+//
+// A success closes it, unless its request was sent before the first failure of the streak
+// was (an answer to a request the destination took just before it went down says nothing of
+// now) and was not the probe. Answers that are neither (a Retry-After, a rejection, refused
 // credentials) say the destination is up: they close it too; a request that was never made
 // (a hook error, Close) says nothing.
 type breaker struct {
-	streak   int    // failures since the last success
-	failSent uint64 // the earliest-begun of them, in the order attempts begin
-	open     bool   // open or half-open
-	probe    uint64 // the probe while open; 0 for none chosen
-	probing  bool   // half-open: the probe's attempt is in flight
-	haveProb bool   // probe is set (0 is the one batch's id)
+	pace     func(n int) time.Duration // when the n-th paced probe may start, after since
+	streak   int                       // failures since the last success
+	failSent uint64                    // the earliest-begun of them, in the order attempts begin
+	since    time.Time                 // when the streak's first failure was answered
+	open     bool                      // open or half-open
+	probing  bool                      // half-open: the probe's attempt is in flight
+	probes   int                       // probes begun since it opened
 }
 
 // verdicts of an answer for the breaker.
@@ -44,44 +51,54 @@ const (
 	healthDown               // a retryable failure: the destination may be down
 )
 
-// allow reports whether the batch id may start an attempt now. sending is how many attempts
-// are in flight; eligible says id may be the probe (see breaker).
-func (b *breaker) allow(id uint64, eligible bool, sending int) bool {
+// allow reports whether an attempt may start at now with sending attempts in flight, and
+// when it may not only because of the probe schedule, how long until it may.
+func (b *breaker) allow(now time.Time, sending int) (wait time.Duration, ok bool) {
 	switch {
 	case !b.open && b.streak == 0:
-		return true
+		return 0, true
 	case !b.open:
-		return sending == 0
+		return 0, sending == 0
 	case b.probing || sending > 0:
-		return false
-	case b.haveProb:
-		return b.probe == id
+		return 0, false
+	case b.probes == 0 || b.pace == nil:
+		return 0, true
 	}
-	return eligible
+	if at := b.since.Add(b.pace(b.probes)); now.Before(at) {
+		return at.Sub(now), false
+	}
+	return 0, true
 }
 
-// begin records that id's attempt, allowed by allow, has started.
-func (b *breaker) begin(id uint64) {
+// begin records that an attempt, allowed by allow, has started.
+func (b *breaker) begin() {
 	if b.open {
-		b.probe, b.haveProb, b.probing = id, true, true
+		b.probing = true
+		b.probes++
 	}
 }
 
-// observe records the answer to id's attempt; sent numbers the attempt in the order attempts
-// began (an order, not a time: a test's clock may not move between them), and sending is how
-// many attempts are still in flight after it.
-func (b *breaker) observe(id uint64, h health, sent uint64, sending int) {
-	wasProbe := b.probing && b.haveProb && b.probe == id
-	if wasProbe {
-		b.probing = false
-	}
+// observe records an answer at now; sent numbers its attempt in the order attempts began (an
+// order, not a time: a test's clock may not move between them), and sending is how many
+// attempts are still in flight after it. While half-open the answer is the probe's: nothing
+// else is in flight.
+func (b *breaker) observe(h health, sent uint64, sending int, now time.Time) {
+	wasProbe := b.probing
+	b.probing = false
 	switch h {
+	case healthNone:
+		if wasProbe {
+			b.probes-- // not made: it keeps its place in the schedule
+		}
 	case healthUp:
 		if b.streak > 0 && !wasProbe && sent < b.failSent {
 			return // older news than the failures
 		}
-		*b = breaker{}
+		*b = breaker{pace: b.pace}
 	case healthDown:
+		if b.streak == 0 {
+			b.since = now
+		}
 		if b.streak == 0 || sent < b.failSent {
 			b.failSent = sent
 		}
@@ -89,14 +106,6 @@ func (b *breaker) observe(id uint64, h health, sent uint64, sending int) {
 		if !b.open && (sending == 0 || b.streak >= breakerThreshold) {
 			b.open = true
 		}
-	}
-}
-
-// left forgets id when its batch has left flight (delivered, dead-lettered, or given up): the
-// next eligible batch becomes the probe.
-func (b *breaker) left(id uint64) {
-	if b.haveProb && b.probe == id {
-		b.haveProb, b.probing, b.probe = false, false, 0
 	}
 }
 

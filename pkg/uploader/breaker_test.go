@@ -1,90 +1,91 @@
 package uploader
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestBreaker_States(t *testing.T) {
-	// An event: a batch (id) begins an attempt (allow must say yes), or an attempt ends with
-	// a health; after the events, allow is asked for ask with sending attempts in flight.
+	t0 := time.Unix(1000, 0)
+	sec := func(n float64) time.Time { return t0.Add(time.Duration(n * float64(time.Second))) }
+	// The probe schedule of the table: the n-th paced probe n seconds after the first failure.
+	pace := func(n int) time.Duration { return time.Duration(n) * time.Second }
+	// An event: an attempt begins (allow must say yes), or an attempt ends with a health at
+	// a time; after the events, allow is asked at a time with sending attempts in flight.
 	type ev struct {
-		id    uint64
 		begin bool
 		h     health
 		sent  uint64 // the attempt's number
 		inFly int    // attempts still in flight after an answer
+		at    time.Time
 	}
+	down := func(sent uint64, inFly int, at time.Time) ev {
+		return ev{h: healthDown, sent: sent, inFly: inFly, at: at}
+	}
+	up := func(sent uint64, inFly int) ev { return ev{h: healthUp, sent: sent, inFly: inFly, at: t0} }
+	begin := ev{begin: true}
 	tests := []struct {
-		name     string
-		events   []ev
-		state    string
-		ask      uint64
-		eligible bool
-		sending  int
-		allow    bool
+		name    string
+		events  []ev
+		state   string
+		at      time.Time
+		sending int
+		allow   bool
+		wait    time.Duration
 	}{
-		{"closed lets every attempt start", nil, "closed", 1, false, 5, true},
+		{"closed lets every attempt start", nil, "closed", t0, 5, true, 0},
 		{"after a failure nothing starts while an answer is pending",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 3}}, "suspect", 2, true, 3, false},
+			[]ev{down(1, 3, t0)}, "suspect", t0, 3, false, 0},
+		{"after a failure one attempt may start once nothing is in flight",
+			[]ev{down(1, 1, t0), up(0, 0)}, "suspect", t0, 0, true, 0},
 		{"a success after the failure closes it",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 3}, {id: 2, h: healthUp, sent: 2, inFly: 2}}, "closed", 3, false, 2, true},
+			[]ev{down(1, 3, t0), up(2, 2)}, "closed", t0, 2, true, 0},
 		{"a success sent before the failure says nothing of now",
-			[]ev{{id: 2, h: healthDown, sent: 5, inFly: 3}, {id: 1, h: healthUp, sent: 4, inFly: 2}}, "suspect", 3, true, 2, false},
-		{"a failure of the last attempt in flight opens it",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 0}}, "open", 1, true, 0, true},
-		{"breakerThreshold failures in a row open it with attempts in flight",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 9}, {id: 2, h: healthDown, sent: 2, inFly: 8}, {id: 3, h: healthDown, sent: 3, inFly: 7},
-				{id: 4, h: healthDown, sent: 4, inFly: 6}, {id: 5, h: healthDown, sent: 5, inFly: 5}, {id: 6, h: healthDown, sent: 6, inFly: 4}},
-			"open", 1, true, 4, false},
-		{"open: a batch that did not fail does not probe while one that did is in flight",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 0}}, "open", 2, false, 0, false},
-		{"open: the probe is alone: half-open holds every other batch",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 0}, {id: 1, begin: true}}, "half-open", 2, true, 1, false},
-		{"a failed probe stays the probe",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 0}, {id: 2, h: healthDown, sent: 2, inFly: 0}, {id: 1, begin: true},
-				{id: 1, h: healthDown, sent: 3, inFly: 0}}, "open", 2, true, 0, false},
-		{"the probe's own next attempt is allowed",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 0}, {id: 1, begin: true}, {id: 1, h: healthDown, sent: 2, inFly: 0}},
-			"open", 1, true, 0, true},
+			[]ev{down(5, 3, t0), up(4, 2)}, "suspect", t0, 2, false, 0},
+		{"a failure of the last attempt in flight opens it, and the first probe goes at once",
+			[]ev{down(1, 0, t0)}, "open", t0, 0, true, 0},
+		{"breakerThreshold failures in a row open it with attempts in flight, which no probe joins",
+			[]ev{down(1, 9, t0), down(2, 8, t0), down(3, 7, t0), down(4, 6, t0), down(5, 5, t0), down(6, 4, t0)},
+			"open", t0, 4, false, 0},
+		{"the probe is alone: half-open holds every other attempt",
+			[]ev{down(1, 0, t0), begin}, "half-open", t0, 1, false, 0},
+		{"after the first probe failed the next waits for the schedule's first step",
+			[]ev{down(1, 0, t0), begin, down(2, 0, sec(0.1))}, "open", sec(0.4), 0, false, 600 * time.Millisecond},
+		{"the schedule counts from the first failure, not from the last probe",
+			[]ev{down(1, 0, t0), begin, down(2, 0, sec(0.1)), begin, down(3, 0, sec(1.2))}, "open", sec(1.5), 0, false, 500 * time.Millisecond},
+		{"a probe may start once its step has come",
+			[]ev{down(1, 0, t0), begin, down(2, 0, sec(0.1)), begin, down(3, 0, sec(1.2))}, "open", sec(2), 0, true, 0},
 		{"a probe's success closes it",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 0}, {id: 1, begin: true}, {id: 1, h: healthUp, sent: 2, inFly: 0}},
-			"closed", 7, false, 3, true},
+			[]ev{down(1, 0, t0), begin, up(2, 0)}, "closed", t0, 3, true, 0},
+		{"a probe's success closes it even when sent before a failure",
+			[]ev{down(5, 0, t0), begin, up(1, 0)}, "closed", t0, 3, true, 0},
 		{"an answer that is not a failure says the destination is up",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 1}, {id: 2, h: healthUp, sent: 2, inFly: 0}}, "closed", 3, false, 0, true},
+			[]ev{down(1, 1, t0), up(2, 0)}, "closed", t0, 0, true, 0},
 		{"a request not made says nothing",
-			[]ev{{id: 1, h: healthDown, sent: 1, inFly: 1}, {id: 2, h: healthNone, sent: 2, inFly: 0}}, "suspect", 3, true, 0, true},
+			[]ev{down(1, 1, t0), {h: healthNone, sent: 2, at: t0}}, "suspect", t0, 0, true, 0},
+		{"a probe not made keeps its place in the schedule",
+			[]ev{down(1, 0, t0), begin, {h: healthNone, sent: 2, at: t0}}, "open", t0, 0, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var b breaker
+			b := breaker{pace: pace}
 			for _, e := range tt.events {
 				if e.begin {
-					if !b.allow(e.id, true, 0) {
-						t.Fatalf("batch %d not allowed to begin in state %s", e.id, b.state())
+					if _, ok := b.allow(t0.Add(time.Hour), 0); !ok {
+						t.Fatalf("no attempt allowed to begin in state %s", b.state())
 					}
-					b.begin(e.id)
+					b.begin()
 					continue
 				}
-				b.observe(e.id, e.h, e.sent, e.inFly)
+				b.observe(e.h, e.sent, e.inFly, e.at)
 			}
 			if got := b.state(); got != tt.state {
 				t.Fatalf("state %s, want %s", got, tt.state)
 			}
-			if got := b.allow(tt.ask, tt.eligible, tt.sending); got != tt.allow {
-				t.Fatalf("allow(%d, eligible %v, %d sending) = %v, want %v", tt.ask, tt.eligible, tt.sending, got, tt.allow)
+			wait, ok := b.allow(tt.at, tt.sending)
+			if ok != tt.allow || wait != tt.wait {
+				t.Fatalf("allow(+%s, %d sending) = %s, %v; want %s, %v", tt.at.Sub(t0), tt.sending, wait, ok, tt.wait, tt.allow)
 			}
 		})
-	}
-}
-
-func TestBreaker_WhenTheProbeLeavesFlightTheNextEligibleBatchProbes(t *testing.T) {
-	var b breaker
-	b.observe(1, healthDown, 1, 0)
-	b.begin(1) // 1 probes
-	b.observe(1, healthDown, 2, 0)
-	if b.allow(2, true, 0) {
-		t.Fatal("another batch probed while the probe is still in flight")
-	}
-	b.left(1) // dead-lettered
-	if !b.allow(2, true, 0) || b.allow(3, false, 0) {
-		t.Fatal("after the probe left, the next eligible batch (and only it) may probe")
 	}
 }

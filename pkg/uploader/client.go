@@ -139,7 +139,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	// The gate admits every attempt, in every mode (gate.go).
 	bound := destinationBound(dest)
 	c.w.oneAtATime = bound == 1
-	c.w.gate = newGate(cfg.Upload, bound, o.clock)
+	c.w.gate = newGate(cfg.Upload, bound, o.clock, c.w.probePace)
 	c.w.start()
 	return c, nil
 }

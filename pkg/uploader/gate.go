@@ -43,9 +43,10 @@ type lease struct {
 	b   *queue.Lease
 }
 
-func newGate(cfg UploadConfig, bound int, clock budget.Clock) *gate {
+// newGate returns the gate of a client; pace is the breaker's probe schedule (see breaker).
+func newGate(cfg UploadConfig, bound int, clock budget.Clock, pace func(n int) time.Duration) *gate {
 	return &gate{fixed: cfg.fixedConcurrency(), bound: bound, changed: make(chan struct{}), clock: clock,
-		auto: newAIMDLimit(cfg.MaxConcurrency)}
+		auto: newAIMDLimit(cfg.MaxConcurrency), brk: breaker{pace: pace}}
 }
 
 // setFixed changes upload.concurrency (0: auto). Batches in flight above a smaller limit
@@ -135,7 +136,6 @@ func (g *gate) remove(l *lease) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.slots.remove(l.seq)
-	g.brk.left(l.seq)
 	g.notifyLocked()
 }
 
@@ -181,15 +181,17 @@ func (g *gate) tryBegin(id uint64) verdict {
 	if !ok || wait > 0 {
 		return v
 	}
-	eligible := id == 0 || g.slots.probeEligible(id)
-	if !g.brk.allow(id, eligible, g.slots.sending) {
+	if wait, ok := g.brk.allow(now, g.slots.sending); !ok {
+		if wait > 0 {
+			v.pause, v.path = wait, PathBackoff
+		}
 		return v
 	}
 	if id != 0 && !g.ranked(id) {
 		return v
 	}
 	g.slots.begin(id)
-	g.brk.begin(id)
+	g.brk.begin()
 	v.admitted = true
 	return v
 }
@@ -207,10 +209,7 @@ func (g *gate) finish(id uint64, o *delivery.Outcome, rtt time.Duration) {
 		g.limiter().Observe(sample{answer: answerOf(*o), rtt: rtt, inflight: len(g.slots.live), now: now,
 			sent: sent, latest: g.slots.attempt})
 	}
-	if id != 0 && h != healthNone {
-		g.slots.setFailed(id, h == healthDown)
-	}
-	g.brk.observe(id, h, sent, g.slots.sending)
+	g.brk.observe(h, sent, g.slots.sending, now)
 	g.notifyLocked()
 }
 
@@ -218,7 +217,7 @@ func (g *gate) finish(id uint64, o *delivery.Outcome, rtt time.Duration) {
 // order (upload.concurrency: 1, or a destination that takes one batch at a time) only the
 // oldest batch may, so a batch waiting out its backoff is overtaken by none. Otherwise its
 // rank among the batches not waiting must be below the limit, except while the breaker is
-// open: its one probe is the limit then, and need not be among the oldest.
+// open: its one probe is the limit then, and may be any batch ready to go.
 func (g *gate) ranked(id uint64) bool {
 	switch {
 	case g.fixed == 1 || g.bound == 1:

@@ -11,8 +11,8 @@ import (
 )
 
 // An outage costs at most the requests in flight when it began plus the breaker's probe
-// schedule (one batch's backoff from its first failure), in every mode: a fixed
-// upload.concurrency of 4 as under auto, whatever auto's limit was. The batches are simulated
+// schedule (one check at once, then one batch's backoff from its first failure), in every
+// mode: a fixed upload.concurrency of 4 as under auto, whatever auto's limit was. The batches are simulated
 // on the gate and a fake clock as the worker drives them: each waits out its own jittered
 // backoff, then asks the gate; the dispatcher leases a fresh batch whenever the gate has room.
 func TestGate_AnOutageCostsTheRequestsInFlightPlusTheProbeSchedule(t *testing.T) {
@@ -27,7 +27,7 @@ func TestGate_AnOutageCostsTheRequestsInFlightPlusTheProbeSchedule(t *testing.T)
 		modes := []struct {
 			cfg   UploadConfig
 			limit int
-		}{{UploadConfig{Concurrency: "4", MaxConcurrency: 32}, 4}}
+		}{{UploadConfig{Concurrency: "4", MaxConcurrency: 32}, 4}, {UploadConfig{Concurrency: "4", MaxConcurrency: 32}, 1}}
 		for _, l := range []int{1, 2, 3, 6, 8, 16, 32} {
 			modes = append(modes, struct {
 				cfg   UploadConfig
@@ -36,8 +36,8 @@ func TestGate_AnOutageCostsTheRequestsInFlightPlusTheProbeSchedule(t *testing.T)
 		}
 		for _, m := range modes {
 			t.Run(fmt.Sprintf("jitter %v, concurrency %s, %d in flight", jitter, m.cfg.Concurrency, m.limit), func(t *testing.T) {
-				if got := simulateOutage(t, m.cfg, m.limit, outage, retry, rnd); got > probes {
-					t.Errorf("%d requests begun during the outage after the %d in flight when it began; want at most the probe schedule's %d",
+				if got := simulateOutage(t, m.cfg, m.limit, outage, retry, rnd); got > 1+probes {
+					t.Errorf("%d requests begun during the outage after the %d in flight when it began; want at most the check and the probe schedule's %d",
 						got, m.limit, probes)
 				}
 			})
@@ -50,7 +50,7 @@ func TestGate_AnOutageCostsTheRequestsInFlightPlusTheProbeSchedule(t *testing.T)
 func simulateOutage(t *testing.T, cfg UploadConfig, inflight int, d time.Duration, retry budget.Config, rnd budget.RandFunc) int {
 	t.Helper()
 	clk := budgettest.New(time.Unix(0, 0))
-	g := newGate(cfg, 0, clk)
+	g := newGate(cfg, 0, clk, func(n int) time.Duration { return budget.Unjittered(budget.DefaultConfig(), n) })
 	g.auto.limit = float64(inflight)
 	serial := cfg.Concurrency == "1"
 	type sim struct {
@@ -120,7 +120,7 @@ func simulateOutage(t *testing.T, cfg UploadConfig, inflight int, d time.Duratio
 
 func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 	clk := budgettest.New(time.Unix(0, 0))
-	g := newGate(UploadConfig{Concurrency: "4"}, 0, clk)
+	g := newGate(UploadConfig{Concurrency: "4"}, 0, clk, func(n int) time.Duration { return budget.Unjittered(budget.DefaultConfig(), n) })
 	head, other := g.add(nil), g.add(nil)
 	if began, warn := g.refuse("401", "upload.write_key"); !began || !warn {
 		t.Fatalf("first refusal: began %v, warn %v", began, warn)
@@ -148,7 +148,7 @@ func TestGate_RefusedCredentials_OnlyTheHeadProbesOncePerPeriod(t *testing.T) {
 
 func TestGate_FixedLimit_AdmitsTheOldestBatchesNotWaiting(t *testing.T) {
 	clk := budgettest.New(time.Unix(0, 0))
-	g := newGate(UploadConfig{Concurrency: "2"}, 0, clk)
+	g := newGate(UploadConfig{Concurrency: "2"}, 0, clk, func(n int) time.Duration { return budget.Unjittered(budget.DefaultConfig(), n) })
 	a, b, c := g.add(nil), g.add(nil), g.add(nil)
 	if !g.tryBegin(a.seq).admitted || !g.tryBegin(b.seq).admitted {
 		t.Fatal("the two oldest were not admitted under a limit of 2")
@@ -166,7 +166,7 @@ func TestGate_FixedLimit_AdmitsTheOldestBatchesNotWaiting(t *testing.T) {
 
 func TestGate_KafkaThrottleLowersTheLimit(t *testing.T) {
 	clk := budgettest.New(time.Unix(0, 0))
-	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk)
+	g := newGate(UploadConfig{Concurrency: DefaultConcurrency, MaxConcurrency: 32}, 0, clk, func(n int) time.Duration { return budget.Unjittered(budget.DefaultConfig(), n) })
 	g.auto.limit = 16
 	for range 16 {
 		g.add(nil)

@@ -4,12 +4,10 @@ import "slices"
 
 // slots are the batches in flight, by id in lease order (oldest first): which of them wait
 // out a retry wait of their own (and so send nothing: their place goes to the next batch),
-// which failed their last attempt (the breaker's probe is one of them), and how many
-// attempts are being sent. A plain value: the gate owns it under its lock.
+// and how many attempts are being sent. A plain value: the gate owns it under its lock.
 type slots struct {
 	live    []uint64
 	waiting map[uint64]bool
-	failed  map[uint64]bool
 	sending int
 	seq     uint64
 	began   map[uint64]uint64 // the attempt in flight of each batch, numbered in the order attempts began
@@ -48,7 +46,6 @@ func (s *slots) remove(id uint64) {
 		s.live = slices.Delete(s.live, i, i+1)
 	}
 	delete(s.waiting, id)
-	delete(s.failed, id)
 }
 
 // setFlag sets or clears id in a set.
@@ -65,9 +62,6 @@ func setFlag(m *map[uint64]bool, id uint64, on bool) {
 
 // setWaiting marks id as waiting out a retry wait of its own (or no longer).
 func (s *slots) setWaiting(id uint64, on bool) { setFlag(&s.waiting, id, on) }
-
-// setFailed marks id as having failed its last attempt (or not).
-func (s *slots) setFailed(id uint64, on bool) { setFlag(&s.failed, id, on) }
 
 // inFlight is how many batches are in flight and not waiting out a retry wait.
 func (s *slots) inFlight() int { return len(s.live) - len(s.waiting) }
@@ -90,7 +84,3 @@ func (s *slots) rank(id uint64) int {
 
 // head reports whether id is the oldest batch in flight.
 func (s *slots) head(id uint64) bool { return len(s.live) > 0 && s.live[0] == id }
-
-// probeEligible reports whether id may be the breaker's probe: it failed during the episode,
-// or no batch in flight did (they left: a fresh batch probes).
-func (s *slots) probeEligible(id uint64) bool { return s.failed[id] || len(s.failed) == 0 }

@@ -31,22 +31,6 @@ func TestSlots_RankCountsTheBatchesBeforeThatAreNotWaiting(t *testing.T) {
 	}
 }
 
-func TestSlots_ProbeEligibility(t *testing.T) {
-	var s slots
-	a, b := s.add(), s.add()
-	if !s.probeEligible(a) || !s.probeEligible(b) {
-		t.Fatal("with no failed batch in flight every batch may probe")
-	}
-	s.setFailed(a, true)
-	if !s.probeEligible(a) || s.probeEligible(b) {
-		t.Fatal("with a failed batch in flight only failed ones may probe")
-	}
-	s.remove(a)
-	if !s.probeEligible(b) {
-		t.Fatal("once the failed batches left, a fresh one may probe")
-	}
-}
-
 func TestSlots_AttemptsAreNumberedInTheOrderTheyBegin(t *testing.T) {
 	var s slots
 	a, b := s.add(), s.add()
