@@ -65,7 +65,9 @@
 // allocated once. Level columns (queue events) are stored as
 // read, counter columns (events uploaded, failed attempts) as the change since the previous
 // sample, so the page draws rates directly. The page polls /v1/status and /v1/samples and
-// loads /v1/dead when the dead-letter counts change. Its Content-Security-Policy allows only
+// loads /v1/dead when the dead-letter counts change; with several sources it lists the rows of
+// /v1/status's sources, showing a column only when the rows carry its field. Its
+// Content-Security-Policy allows only
 // its inline script and style and requests to the agent itself.
 //
 // # Lifecycle
@@ -79,8 +81,8 @@
 // # Reload
 //
 // The process that runs the agent reloads its configuration on SIGHUP (outbox run): it hands
-// the new ingest credentials to Reconfigure (an atomic swap; each request is checked against
-// the set current when it arrives), re-reads the TLS files with ReloadTLS, and reports the
+// the new ingest credentials and the write key → source mapping to Reconfigure (atomic swaps;
+// each request is checked and routed with the set current when it arrives), re-reads the TLS files with ReloadTLS, and reports the
 // outcome to RecordReload, which counts it in outbox_config_reloads_total{result} and shows the
 // last one as Status.Reload and on the status page (reload.go).
 package agent
