@@ -10,8 +10,10 @@
 //	GET  /v1/status                     Status as JSON
 //	GET  /v1/samples[?since=<unix ms>]  the page's history (PageSamples): per-second samples, last hour
 //	POST /v1/flush[?wait=30s]           upload now; with wait, answer when done (FlushResult)
-//	GET  /v1/dead, /v1/dead/{id}        dead-letter batches
-//	POST /v1/dead/replay, /v1/dead/purge  {"ids":[...]} or {"all":true}
+//	GET  /v1/dead[?source=&since=&until=&status=&reason=], /v1/dead/{id}
+//	                                    dead-letter batches, those a filter matches (dead.go)
+//	POST /v1/dead/replay, /v1/dead/purge  {"ids":[...]}, {"all":true} or a filter, in the body
+//	                                    ({"reason":"rejected","since":"2h"}) or the query
 //	POST /v1/forget                     {"user_ids":[...],"anonymous_ids":[...],"suppress"?,"unsuppress"?}:
 //	                                    delete those users' queued and dead-lettered events (ForgetResult)
 //	GET  /healthz, /readyz, /metrics    open: probes and scrapers

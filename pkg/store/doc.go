@@ -44,6 +44,19 @@
 // events of the whole queue, whatever their source. SaveSourceRecord and SourceRecords keep the
 // source registry: what a source that is not configured (a relay source) needs after a restart.
 //
+// # Dead letters
+//
+// A dead batch (dead.go) is one record under a new key of the writer's: its DeadInfo as JSON and
+// its events, byte for byte. Its reason is one of DeadReasons; a file written before there were
+// reasons holds a sentence there, read back as its reason with the sentence in Detail, and its
+// code is then read from its HTTP status. DeadFilter (deadfilter.go) picks dead batches by
+// source, time, code and reason; its Match is the one place a filter is applied: by
+// DeadListMatching, and inside the writer's transaction by ReplayMatching and PurgeMatching, so
+// a replay or a purge acts on exactly the batches that match when it commits. A replay notes
+// each batch's run of new keys in meta with its replays plus one (replay.go), so that a batch
+// its events form later, whatever the uploader's batching made of them, records its replays
+// when it dies again; a run goes once none of its events is queued.
+//
 // # Writes: group commit
 //
 // All writes go through one writer goroutine. It takes every request waiting

@@ -21,6 +21,9 @@ func (s *Store) apply(b *buckets, r *request, w *writerState) error {
 			return err
 		}
 		if len(r.keys) > 0 {
+			if err := pruneReplayRunsIn(b, r.source, r.keys[0], r.keys[len(r.keys)-1]); err != nil {
+				return err
+			}
 			return clearRetry(b, r.source, r.keys[0], r.keys[len(r.keys)-1])
 		}
 		return nil

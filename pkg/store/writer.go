@@ -48,9 +48,13 @@ type request struct {
 	// srcDelta is fixCounts' correction of each source's counters (Events and Bytes).
 	srcDelta map[string]format.Counts
 	n        int // result: events (append, replay) or batches (purge) affected
-	err      error
-	done     chan error  // sync requests: receives err
-	cb       func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
+	// filter picks the dead batches of a replay or purge without ids (nil or zero: all).
+	filter  *DeadFilter
+	batches int // result: dead batches replayed
+	events  int // result: events purged
+	err     error
+	done    chan error  // sync requests: receives err
+	cb      func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
 
 	awaited bool // append: its caller waits for cb (AppendAwaited) and will come back once answered
 
