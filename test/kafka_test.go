@@ -351,3 +351,63 @@ func TestKafka_WrongSASLPassword_NothingDeadLettered_TheAgentSaysWhy(t *testing.
 		t.Error("the agent's log shows the password")
 	}
 }
+
+// Two apps through one agent that delivers to Kafka: app-a names its own topic, app-b does not.
+// Every record carries its source in the outbox-source header; app-a's topic holds only
+// app-a's events, and upload.kafka.topic only app-b's.
+func TestKafka_TwoSources_EveryRecordNamesItsSource_ASourcesTopicGetsOnlyItsEvents(t *testing.T) {
+	c := startKafka(t, kfake.SeedTopics(3, "app-a.events"))
+	env := kafkaEnv(c, map[string]string{
+		"OUTBOX_SOURCES_APP_A_WRITE_KEYS": "wk-app-a",
+		"OUTBOX_SOURCES_APP_A_TOPIC":      "app-a.events",
+		"OUTBOX_SOURCES_APP_B_WRITE_KEYS": "wk-app-b",
+		"OUTBOX_BATCH_MAX_EVENTS":         "7",
+	})
+	a := startAgent(t, t.TempDir(), unusedEndpoint, env)
+	sent := 0
+	for round := range 3 {
+		for _, key := range []string{"wk-app-a", "wk-app-b"} {
+			if code, resp := postKey(t, a.url+"/v1/batch", key, keyedBatch(key, round, 10)); code != http.StatusOK {
+				t.Fatalf("ingest with %s: %d %s", key, code, resp)
+			}
+			sent += 10
+		}
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics(kafkaTopic, "app-a.events"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := ctxFor(t, 20*time.Second)
+	wantTopic := map[string]string{"wk-app-a": "app-a.events", "wk-app-b": kafkaTopic}
+	wantSource := map[string]string{"wk-app-a": "app-a", "wk-app-b": "app-b"}
+	seen := map[string]bool{}
+	for len(seen) < sent {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d events read back; stderr:\n%s", len(seen), sent, a.stderr.String())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			id := string(r.Key) // the messageId, which starts with the key the event was sent with
+			key, _, _ := strings.Cut(id, "~")
+			var sources []string
+			for _, h := range r.Headers {
+				if h.Key == "outbox-source" {
+					sources = append(sources, string(h.Value))
+				}
+			}
+			if r.Topic != wantTopic[key] {
+				t.Errorf("event %s (sent with %s) is in topic %s, want %s", id, key, r.Topic, wantTopic[key])
+			}
+			if len(sources) != 1 || sources[0] != wantSource[key] {
+				t.Errorf("event %s has outbox-source headers %q, want exactly [%s]", id, sources, wantSource[key])
+			}
+			seen[id] = true
+		})
+	}
+	if strings.Contains(a.stderr.String(), "wk-app") {
+		t.Errorf("the agent's log shows a write key:\n%s", a.stderr.String())
+	}
+}

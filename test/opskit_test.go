@@ -130,6 +130,7 @@ type grafanaPanel struct {
 		UID  string `json:"uid"`
 	} `json:"datasource"`
 	GridPos *struct{ X, Y, W, H int } `json:"gridPos"`
+	Repeat  string                    `json:"repeat"` // a templating variable: one panel per value
 	Targets []struct {
 		Expr       string `json:"expr"`
 		RefID      string `json:"refId"`
@@ -164,7 +165,9 @@ func TestOpsKit_GrafanaDashboard_ParsesAndReadsOnlyExportedMetrics(t *testing.T)
 		t.Fatalf("dashboard lacks title, uid, schemaVersion or panels")
 	}
 	hasDS := false
+	vars := map[string]bool{}
 	for _, v := range dash.Templating.List {
+		vars[v.Name] = true
 		if v.Name == "datasource" && v.Type == "datasource" && v.Query == "prometheus" {
 			hasDS = true
 		}
@@ -181,6 +184,9 @@ func TestOpsKit_GrafanaDashboard_ParsesAndReadsOnlyExportedMetrics(t *testing.T)
 			t.Errorf("%s (id %d): duplicate id, empty title or no gridPos", where, p.ID)
 		}
 		ids[p.ID] = true
+		if p.Repeat != "" && !vars[p.Repeat] {
+			t.Errorf("%s is repeated over $%s, which the dashboard does not define", where, p.Repeat)
+		}
 		if p.Type == "row" {
 			continue
 		}
@@ -196,7 +202,8 @@ func TestOpsKit_GrafanaDashboard_ParsesAndReadsOnlyExportedMetrics(t *testing.T)
 	}
 	for _, m := range []string{"outbox_queue_events", "outbox_queue_oldest_age_seconds", "outbox_events_enqueued_total",
 		"outbox_events_uploaded_total", "outbox_upload_requests_total", "outbox_retries_total", "outbox_dead_events",
-		"outbox_events_dropped_total", "outbox_store_commit_duration_seconds_bucket"} {
+		"outbox_events_dropped_total", "outbox_store_commit_duration_seconds_bucket",
+		"outbox_source_queue_events", "outbox_source_last_upload_success_timestamp_seconds"} {
 		if !strings.Contains(string(raw), m) {
 			t.Errorf("dashboard does not chart %s", m)
 		}
@@ -233,7 +240,7 @@ func TestOpsKit_AlertRules_EachSaysWhatToDoAndReadsOnlyExportedMetrics(t *testin
 		}
 	}
 	for _, a := range []string{"OutboxAgentDown", "OutboxCollectorStalled", "OutboxDeadLettersGrowing", "OutboxQueueNearFull", "OutboxEventsDropped",
-		"OutboxCredentialsRefused"} {
+		"OutboxCredentialsRefused", "OutboxSourceFull", "OutboxMostEventsSuppressed", "OutboxDeadLettersPurged"} {
 		if !seen[a] {
 			t.Errorf("no alert %s", a)
 		}

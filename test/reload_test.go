@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -417,5 +418,107 @@ func TestReload_SignalsTheAgentOfTheDataDirAndPrintsTheResult(t *testing.T) {
 	code, _, stderr = runCLI(t, cwd, map[string]string{}, "", "reload", "--data-dir", idle)
 	if code != 1 || !strings.Contains(stderr, "no outbox agent runs on data directory "+idle) {
 		t.Errorf("outbox reload without an agent: exit %d, err %q", code, stderr)
+	}
+}
+
+// keysByPrefix counts the accepted events of s by the messageId prefix before the last '-'
+// and the upload key of their request: prefix → key → events.
+func keysByPrefix(s *sink.Server) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, rq := range s.Accepted() {
+		for _, id := range rq.MessageIDs {
+			prefix := id[:strings.LastIndex(id, "-")]
+			if out[prefix] == nil {
+				out[prefix] = map[string]int{}
+			}
+			out[prefix][rq.Header.Get("Authorization")]++
+		}
+	}
+	return out
+}
+
+func TestRun_SIGHUP_Sources_AddedReKeyedAndRemoved_TheRemovedOneDrainsWithItsLastKey(t *testing.T) {
+	var holdA atomic.Bool // the collector answers 503 to app-a's key while set
+	holdA.Store(true)
+	s := sinktest.Start(t, sink.Options{Respond: func(r sink.Request, scripted sink.Response) sink.Response {
+		if holdA.Load() && r.Header.Get("Authorization") == basicAuth("up-a") {
+			return sink.Response{Status: http.StatusServiceUnavailable}
+		}
+		return scripted
+	}})
+	a, base := startFileAgent(t, s.URL()+"/v1/batch", map[string]string{
+		"sources.app-a": "{write_keys: [in-a], upload_write_key: up-a}",
+		"sources.app-b": "{write_keys: [in-b], upload_write_key: up-b}",
+	})
+	send := func(key, prefix string, n int) int {
+		t.Helper()
+		body, _ := trackBatch(prefix, n)
+		code, text, err := postAuth(a.url+"/v1/batch", basicAuth(key), body)
+		if err != nil {
+			t.Fatalf("ingest with %s: %v", key, err)
+		}
+		if code != http.StatusOK && code != http.StatusUnauthorized {
+			t.Fatalf("ingest with %s: %d %s", key, code, text)
+		}
+		return code
+	}
+	send("in-b", "b-before", 2)
+	if err := s.WaitEvents(ctxFor(t, 10*time.Second), 2); err != nil {
+		t.Fatalf("app-b's first events: %v", err)
+	}
+	send("in-a", "a-queued", 5) // refused by the collector: they stay queued
+
+	// app-a removed, app-b re-keyed, app-c added.
+	next := with(base, map[string]string{
+		"sources.app-b": "{write_keys: [in-b], upload_write_key: up-b2}",
+		"sources.app-c": "{write_keys: [in-c], upload_write_key: up-c}",
+	})
+	delete(next, "sources.app-a")
+	writeConfig(t, a.file, next)
+	a.signal(t, syscall.SIGHUP)
+	r := a.waitReload(t, 1)
+	if r.Result != outbox.ReloadApplied || !slices.Contains(r.Applied, "sources.app-c.upload_write_key") || !slices.Contains(r.Applied, "sources.app-a.upload_write_key") {
+		t.Fatalf("reload = %+v; want applied, adding app-c and removing app-a", r)
+	}
+	var removed *outbox.SourceStatus
+	for _, src := range a.status(t).Sources {
+		if src.Name == "app-a" {
+			removed = &src
+		}
+	}
+	if removed == nil || !removed.Removed || removed.Events != 5 {
+		t.Fatalf("app-a in the status after the reload: %+v; want removed with its 5 events", removed)
+	}
+	if code := send("in-a", "a-after", 1); code != http.StatusUnauthorized {
+		t.Fatalf("the removed source's ingest key after the reload: %d, want 401 (no source lists it, other keys are set)", code)
+	}
+	send("in-b", "b-after", 2)
+	send("in-c", "c-after", 3)
+
+	holdA.Store(false)
+	if err := s.WaitEvents(ctxFor(t, 20*time.Second), 2+5+2+3); err != nil {
+		t.Fatalf("after the collector took app-a's key again: %v; got %v", err, keysByPrefix(s))
+	}
+	want := map[string]map[string]int{
+		"b-before": {basicAuth("up-b"): 2},
+		"a-queued": {basicAuth("up-a"): 5},
+		"b-after":  {basicAuth("up-b2"): 2},
+		"c-after":  {basicAuth("up-c"): 3},
+	}
+	if got := keysByPrefix(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events by upload key %v, want %v", got, want)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for slices.ContainsFunc(a.status(t).Sources, func(s outbox.SourceStatus) bool { return s.Name == "app-a" }) {
+		if time.Now().After(deadline) {
+			t.Fatal("app-a still in the status 10s after it drained")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.waitLog(t, 5*time.Second, "sources reconfigured", "app-a")
+	for _, secret := range []string{"in-a", "in-b", "in-c", "up-a", "up-b", "up-c"} {
+		if strings.Contains(a.stderr.String(), secret) {
+			t.Fatalf("a write key (%s) reached the log:\n%s", secret, a.stderr.String())
+		}
 	}
 }

@@ -141,6 +141,9 @@ func sourceLine(s agent.SourceStatus) string {
 	if s.Relay {
 		line += " (relay)"
 	}
+	if s.Removed {
+		line += " (removed by a reload: draining with its last settings)"
+	}
 	return line
 }
 

@@ -25,6 +25,7 @@ type Agent struct {
 	metrics *Metrics
 	auth    *authenticator
 	admin   *adminGate
+	sources atomic.Pointer[SourcesConfig] // which source an ingest write key selects; swapped by Reconfigure (sources.go)
 	refuse  *refusals
 	// preAuth holds one token per body-key request whose body is being read before its
 	// credential is known (ingest.go).
@@ -90,6 +91,7 @@ func New(cfg Config, client *uploader.Client, metrics *Metrics) (*Agent, error) 
 	if cfg.Clock != nil {
 		now = cfg.Clock.Now
 	}
+	a.setSources(cfg.Sources)
 	a.refuse = &refusals{log: a.log, now: now, counter: metrics.authRefused}
 	a.auth.refused = a.refuse.refused
 	a.preAuth = make(chan struct{}, maxPreAuthBodies)

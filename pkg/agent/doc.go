@@ -10,8 +10,10 @@
 //	GET  /v1/status                     Status as JSON
 //	GET  /v1/samples[?since=<unix ms>]  the page's history (PageSamples): per-second samples, last hour
 //	POST /v1/flush[?wait=30s]           upload now; with wait, answer when done (FlushResult)
-//	GET  /v1/dead, /v1/dead/{id}        dead-letter batches
-//	POST /v1/dead/replay, /v1/dead/purge  {"ids":[...]} or {"all":true}
+//	GET  /v1/dead[?source=&since=&until=&status=&reason=], /v1/dead/{id}
+//	                                    dead-letter batches, those a filter matches (dead.go)
+//	POST /v1/dead/replay, /v1/dead/purge  {"ids":[...]}, {"all":true} or a filter, in the body
+//	                                    ({"reason":"rejected","since":"2h"}) or the query
 //	POST /v1/forget                     {"user_ids":[...],"anonymous_ids":[...],"suppress"?,"unsuppress"?}:
 //	                                    delete those users' queued and dead-lettered events (ForgetResult)
 //	GET  /healthz, /readyz, /metrics    open: probes and scrapers
@@ -63,7 +65,9 @@
 // allocated once. Level columns (queue events) are stored as
 // read, counter columns (events uploaded, failed attempts) as the change since the previous
 // sample, so the page draws rates directly. The page polls /v1/status and /v1/samples and
-// loads /v1/dead when the dead-letter counts change. Its Content-Security-Policy allows only
+// loads /v1/dead when the dead-letter counts change; with several sources it lists the rows of
+// /v1/status's sources, showing a column only when the rows carry its field. Its
+// Content-Security-Policy allows only
 // its inline script and style and requests to the agent itself.
 //
 // # Lifecycle
@@ -77,8 +81,8 @@
 // # Reload
 //
 // The process that runs the agent reloads its configuration on SIGHUP (outbox run): it hands
-// the new ingest credentials to Reconfigure (an atomic swap; each request is checked against
-// the set current when it arrives), re-reads the TLS files with ReloadTLS, and reports the
+// the new ingest credentials and the write key → source mapping to Reconfigure (atomic swaps;
+// each request is checked and routed with the set current when it arrives), re-reads the TLS files with ReloadTLS, and reports the
 // outcome to RecordReload, which counts it in outbox_config_reloads_total{result} and shows the
 // last one as Status.Reload and on the status page (reload.go).
 package agent

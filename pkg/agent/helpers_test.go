@@ -32,12 +32,14 @@ type setup struct {
 // harness is a running agent on a real loopback listener, its uploader on a temp dir and
 // the sink it uploads to.
 type harness struct {
-	t       testing.TB
-	sink    *sink.Server
-	client  *uploader.Client
-	agent   *agent.Agent
-	metrics *agent.Metrics
-	url     string
+	t      testing.TB
+	sink   *sink.Server
+	client *uploader.Client
+	// clientConfig is the configuration the client was opened with, for a Reconfigure.
+	clientConfig uploader.Config
+	agent        *agent.Agent
+	metrics      *agent.Metrics
+	url          string
 }
 
 // start runs an agent for the test and shuts it down on cleanup.
@@ -86,7 +88,7 @@ func start(t testing.TB, s setup) *harness {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return &harness{t: t, sink: snk, client: client, agent: a, metrics: m, url: "http://" + ln.Addr().String()}
+	return &harness{t: t, sink: snk, client: client, clientConfig: ucfg, agent: a, metrics: m, url: "http://" + ln.Addr().String()}
 }
 
 // req is one HTTP request to the agent.

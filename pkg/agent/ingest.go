@@ -8,6 +8,7 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
+	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
 // handleBatch serves POST /v1/batch and /v1/import: a Segment batch body, all-or-nothing.
@@ -116,6 +117,10 @@ func (a *Agent) enqueueFailed(w http.ResponseWriter, r *http.Request, err error)
 			"the request's events exceed queue.max_bytes and can never be queued; send fewer or smaller events, or raise queue.max_bytes")
 	case errors.Is(err, errs.ErrSourceFull):
 		sourceFull(w, err)
+	case errors.Is(err, uploader.ErrSourceRemoved):
+		// A reload removed the source this request's key selected as it arrived: the retry
+		// goes where the key points now.
+		writeUnavailable(w, "the source of this request's write key was removed by a configuration reload; retry")
 	case errors.Is(err, errs.ErrQueueFull):
 		a.full.set(a.client.Stats().Queue.Bytes)
 		writeUnavailable(w, "queue is full (queue.max_bytes reached); retry later")

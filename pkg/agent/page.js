@@ -139,6 +139,7 @@ function renderStatus(st) {
   setNum("store-bytes", st.store.file_bytes, fmtBytes(st.store.file_bytes));
   setText("store-sync", st.store.sync);
   renderReload(st.reload);
+  renderSources(st.sources);
 }
 
 // renderReload shows the last configuration reload (SIGHUP, outbox reload), if any.
@@ -161,6 +162,57 @@ function renderAuthPause(ap) {
   b.textContent = "Delivery paused since " + fmtTime(ap.since) + ": " + ap.message +
     ". The queue is kept; the head batch is retried at " + fmtTime(ap.next_probe) + ".";
   b.style.display = "block";
+}
+
+// SOURCE_COLUMNS are the columns of the Sources table, each a field of a /v1/status sources
+// row. An optional column is shown only when some row carries its field, so a field the agent
+// does not send leaves no empty column, and one it adds shows up once it is listed here.
+const SOURCE_COLUMNS = [
+  { title: "source", cell: (r, td) => {
+    td.textContent = r.name;
+    if (r.relay) { const tag = document.createElement("span"); tag.className = "tag"; tag.textContent = "relay"; td.append(tag); }
+  }},
+  { title: "queued", num: "events", cell: (r, td) => { td.textContent = fmtInt(r.events); } },
+  { title: "bytes", num: "bytes", cell: (r, td) => { td.textContent = fmtBytes(r.bytes); } },
+  { title: "oldest", cell: (r, td) => { td.textContent = r.events > 0 ? fmtDuration(r.oldest_age_seconds || 0) : "–"; } },
+  { title: "dead events", num: "dead_events", cell: (r, td) => {
+    td.textContent = fmtInt(r.dead_events || 0) + (r.dead_batches ? " in " + fmtInt(r.dead_batches) + (r.dead_batches === 1 ? " batch" : " batches") : "");
+    if (r.dead_events) td.className = "code-bad";
+  }},
+  { title: "delivery", field: "paused", cell: (r, td) => {
+    if (!r.paused) { td.textContent = r.events > 0 ? "delivering" : "idle"; td.className = "state-ok"; return; }
+    let text = "paused" + (r.paused_reason ? ": " + r.paused_reason : "");
+    if (r.paused_until) text += " until " + fmtTime(r.paused_until);
+    td.textContent = text;
+    td.className = "state-waiting";
+  }},
+  { title: "in flight", field: "in_flight", num: "in_flight", cell: (r, td) => { td.textContent = fmtInt(r.in_flight || 0); } },
+  { title: "last success", cell: (r, td) => { td.textContent = fmtTime(r.last_success); } },
+];
+
+// renderSources lists each source when the agent has several (/v1/status sources); with one,
+// the cards say it all and the table stays hidden.
+function renderSources(rows) {
+  $("sources-section").hidden = !rows || rows.length === 0;
+  if (!rows || !rows.length) return;
+  const cols = SOURCE_COLUMNS.filter((c) => !c.field || rows.some((r) => r[c.field] !== undefined && r[c.field] !== null));
+  const head = $("sources-head");
+  head.textContent = "";
+  for (const c of cols) { const th = document.createElement("th"); th.textContent = c.title; head.append(th); }
+  const body = $("sources");
+  body.textContent = "";
+  for (const r of rows) {
+    const tr = document.createElement("tr");
+    tr.dataset.source = r.name;
+    for (const c of cols) {
+      const td = document.createElement("td");
+      c.cell(r, td);
+      // The raw number, for tools that read the page: #source-<name>-<field>.
+      if (c.num) { td.id = "source-" + r.name + "-" + c.num; td.dataset.value = Number(r[c.num] || 0); }
+      tr.append(td);
+    }
+    body.append(tr);
+  }
 }
 
 // mergeSamples appends the new samples and forgets those older than the window.

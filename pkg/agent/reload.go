@@ -49,21 +49,26 @@ type reloadLog struct {
 	last *ReloadStatus
 }
 
-// Reconfigure replaces the ingest credentials (ingest.write_keys and ingest.token) and the
-// admin ones (admin.token, admin.allowed_hosts) of a running agent. cfg is validated whole, as New validates it, against the rule that a
+// Reconfigure replaces the ingest credentials (ingest.write_keys and ingest.token), the admin
+// ones (admin.token, admin.allowed_hosts) and which source each ingest write key selects
+// (Sources.Keys: sources.<name>.write_keys, also accepted as credentials outside relay mode) of
+// a running agent. cfg is validated whole, as New validates it, against the rule that a
 // non-loopback listener needs a credential or mTLS; an invalid one changes nothing and its
 // error is returned. The other fields of cfg are not read: the listener, its TLS files (they
-// are re-read by ReloadTLS and when they change) and the limits stay as New set them up.
-// Requests are checked against the credentials current when they arrive; none is refused or
-// dropped by the swap.
+// are re-read by ReloadTLS and when they change), the limits and relay mode (Sources.Relay)
+// stay as New set them up. Requests are checked and routed with the configuration current
+// when they arrive; none is refused or dropped by the swap. Sources.Keys should name only
+// sources the uploader client knows: reconfigure the client first.
 func (a *Agent) Reconfigure(cfg Config) error {
 	cfg.Listen, cfg.TLS = a.cfg.Listen, a.cfg.TLS // the rule between keys is checked on the listener in use
+	cfg.Sources.Relay = a.cfg.Sources.Relay
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	cfg = cfg.withDefaults()
 	a.auth.set(cfg)
 	a.admin.set(cfg)
+	a.setSources(cfg.Sources)
 	return nil
 }
 

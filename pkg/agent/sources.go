@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 // (uploader.Client.RelaySource), up to sources.max, past which the request is refused with 429
 // and counted (outbox_sources_refused_total); otherwise, and without a key, the events go to
 // the default source. Without sources configured every event goes to the default source, as
-// with a single source.
+// with a single source. A reload replaces the key → source mapping (Reconfigure): a removed
+// source's keys go where any unlisted key goes from the next request on.
 
 // SourcesConfig is how ingest write keys select sources.
 type SourcesConfig struct {
@@ -58,6 +60,13 @@ func (c Config) credentialKeys() []string {
 	return keys
 }
 
+// setSources publishes the key → source mapping of src (a copy: the caller may change its own).
+// Relay mode stays as New set it (sources.relay needs a restart).
+func (a *Agent) setSources(src SourcesConfig) {
+	next := &SourcesConfig{Keys: maps.Clone(src.Keys), Relay: a.cfg.Sources.Relay}
+	a.sources.Store(next)
+}
+
 // ingestKey is the request's ingest write key: its Basic auth username, else the body's
 // top-level writeKey; "" when it has neither.
 func ingestKey(r *http.Request, body []byte, bodyKey string) string {
@@ -74,7 +83,7 @@ func ingestKey(r *http.Request, body []byte, bodyKey string) string {
 // selectSource returns the source the request's events go to; false when the request was
 // answered (429 past sources.max, 503 when the relay source could not be saved).
 func (a *Agent) selectSource(w http.ResponseWriter, r *http.Request, body []byte, bodyKey string) (string, bool) {
-	src := a.cfg.Sources
+	src := a.sources.Load()
 	if len(src.Keys) == 0 && !src.Relay {
 		return uploader.DefaultSource, true
 	}
@@ -113,8 +122,11 @@ func sourceFull(w http.ResponseWriter, err error) {
 
 // SourceStatus is one source's row of /v1/status.
 type SourceStatus struct {
-	Name        string     `json:"name"`
-	Relay       bool       `json:"relay,omitempty"`
+	Name  string `json:"name"`
+	Relay bool   `json:"relay,omitempty"`
+	// Removed: a reload removed the source; it drains the events it holds with its last
+	// settings, then leaves the list.
+	Removed     bool       `json:"removed,omitempty"`
 	Events      int64      `json:"events"`
 	Bytes       int64      `json:"bytes"`
 	OldestAge   float64    `json:"oldest_age_seconds"`
@@ -154,7 +166,7 @@ func (a *Agent) sourceRows(rows []uploader.SourceStats) []SourceStatus {
 	}
 	out := make([]SourceStatus, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, SourceStatus{Name: r.Name, Relay: r.Relay, Events: r.Events, Bytes: r.Bytes,
+		out = append(out, SourceStatus{Name: r.Name, Relay: r.Relay, Removed: r.Removed, Events: r.Events, Bytes: r.Bytes,
 			OldestAge: r.OldestAge.Seconds(), DeadBatches: deadBy[r.Name].batches, DeadEvents: deadBy[r.Name].events,
 			LastSuccess: optTime(r.LastSuccess), Paused: r.Paused, PausedReason: r.PausedReason,
 			PausedUntil: optTime(r.PausedUntil), PausedCode: r.AuthCode, PausedKey: r.AuthKey, InFlight: r.InFlight})

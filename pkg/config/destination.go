@@ -27,7 +27,23 @@ func (c *Config) validateDestination() error {
 	if c.Dest.Kind != "kafka" {
 		return nil
 	}
-	return c.Dest.Kafka.Validate()
+	return c.kafkaConfig().Validate()
+}
+
+// kafkaConfig is the Kafka destination's configuration: the upload.kafka.* keys, and the
+// topic of each source that names its own (sources.<name>.topic).
+func (c *Config) kafkaConfig() kafka.Config {
+	k := c.Dest.Kafka
+	k.Topics = nil
+	for name, s := range c.Sources.Named {
+		if s != nil && s.Topic != "" {
+			if k.Topics == nil {
+				k.Topics = map[string]string{}
+			}
+			k.Topics[name] = s.Topic
+		}
+	}
+	return k
 }
 
 // DestinationOptions are the uploader options of the chosen destination: none for http (the
@@ -36,7 +52,7 @@ func (c *Config) DestinationOptions(log *slog.Logger) ([]uploader.Option, error)
 	if c.Dest.Kind != "kafka" {
 		return nil, nil
 	}
-	d, err := kafka.New(c.Dest.Kafka, kafka.WithLogger(log))
+	d, err := kafka.New(c.kafkaConfig(), kafka.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -46,8 +62,12 @@ func (c *Config) DestinationOptions(log *slog.Logger) ([]uploader.Option, error)
 // DestinationAttrs are the log attributes that say where uploads go (no secret among them).
 func (c *Config) DestinationAttrs() []any {
 	if c.Dest.Kind == "kafka" {
-		k := c.Dest.Kafka
-		return []any{"destination", "kafka", "brokers", strings.Join(k.Brokers, ","), "topic", k.Topic}
+		k := c.kafkaConfig()
+		attrs := []any{"destination", "kafka", "brokers", strings.Join(k.Brokers, ","), "topic", k.Topic}
+		if len(k.Topics) > 0 {
+			attrs = append(attrs, "source_topics", k.Topics)
+		}
+		return attrs
 	}
 	return []any{"destination", "http", "endpoint", redactURL(c.Upload.Endpoint)}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,8 @@ func TestLoad_Kafka_ErrorsNameTheKeyAndItsSource(t *testing.T) {
 		{"an unknown SASL mechanism", append(base, "OUTBOX_UPLOAD_KAFKA_SASL_MECHANISM=gssapi"), []string{"upload.kafka.sasl.mechanism", "gssapi"}},
 		{"SASL without a password", append(base, "OUTBOX_UPLOAD_KAFKA_SASL_MECHANISM=plain", "OUTBOX_UPLOAD_KAFKA_SASL_USERNAME=u"),
 			[]string{"upload.kafka.sasl.password (from default)", "OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD"}},
+		{"a source's topic that is no topic name", append(base, "OUTBOX_SOURCES_APP_A_TOPIC=app/a"),
+			[]string{"sources.app-a.topic (from env OUTBOX_SOURCES_APP_A_TOPIC)", "letters, digits", "upload.kafka.topic"}},
 		{"a password without a mechanism", append(base, "OUTBOX_UPLOAD_KAFKA_SASL_PASSWORD=pw-secret"),
 			[]string{"upload.kafka.sasl.mechanism"}},
 	}
@@ -88,5 +91,44 @@ upload:
 		if strings.HasPrefix(keys[i].key, "upload.kafka.sasl.password") && (keys[i].flag != "" || !keys[i].secret) {
 			t.Errorf("%s must be a secret without a flag", keys[i].key)
 		}
+	}
+}
+
+func TestLoad_Kafka_SourcesOwnTopicsReachTheDestinationsConfig(t *testing.T) {
+	file := writeFile(t, "outbox.yaml", `
+upload:
+  destination: kafka
+  kafka:
+    brokers: [kafka-1:9092]
+    topic: events
+sources:
+  app-a:
+    write_keys: [ingest-a-secret]
+    topic: app-a.events
+  app-b:
+    write_keys: [ingest-b-secret]
+`)
+	env := []string{"OUTBOX_SOURCES_APP_C_TOPIC=app-c.events"}
+	out, err := show(t, env, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := configLines(t, out)
+	if g := got["sources.app-a.topic"]; g[0] != `"app-a.events"` || !strings.HasPrefix(g[1], "file ") {
+		t.Errorf("sources.app-a.topic = %v, want app-a.events from the file", g)
+	}
+	if g := got["sources.app-c.topic"]; g[0] != `"app-c.events"` || g[1] != "env OUTBOX_SOURCES_APP_C_TOPIC" {
+		t.Errorf("sources.app-c.topic = %v, want app-c.events from the environment", g)
+	}
+	lc, err := Load(Input{File: file, Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := lc.Config.kafkaConfig()
+	if fmt.Sprint(k.Topics) != "map[app-a:app-a.events app-c:app-c.events]" || k.Topic != "events" {
+		t.Errorf("the Kafka destination's topics %v (topic %q), want app-a's and app-c's own, app-b on events", k.Topics, k.Topic)
+	}
+	if lc.Config.Dest.Kafka.Topics != nil {
+		t.Errorf("upload.kafka.* holds sources' topics %v; sources.<name>.topic is their one place", lc.Config.Dest.Kafka.Topics)
 	}
 }

@@ -77,7 +77,7 @@ const (
 	rTLS       = "the listener's TLS set-up (HTTPS, mTLS) is fixed at start; the files' contents are re-read on SIGHUP and when they change: replace the files at the same paths"
 	rLimits    = "intake buffers and event checks are sized at start"
 	rDest      = "the destination and its connections are built at start"
-	rSources   = "the sources, their queues and their routes are set up at start"
+	rRelay     = "relay mode, its sources and their registry are set up at start (the named sources, sources.<name>.*, reload live)"
 )
 
 // keys is every configuration key, in the order `outbox config` and config.example.yaml show them.
@@ -194,22 +194,25 @@ var keys = []keyDef{
 		help: "file whose contents (at least 16 bytes) key the hash rules and forget's audit hashes; required by a hash rule"},
 	{key: "privacy.suppress_file", live: true, kind: kindString, field: func(c *Config) any { return &c.Privacy.SuppressFile },
 		help: "user ids whose events are dropped at intake, one per line; outbox forget --suppress adds to it; re-read on SIGHUP"},
-	// Several sources (names.go: one row per key of a named source).
-	{key: "sources.<name>.write_keys", restart: rSources, kind: kindList, secret: true, named: func(c *Config, n string) any { return &c.namedSource(n).WriteKeys },
+	// Several sources (names.go: one row per key of a named source). A reload adds, changes
+	// and removes named sources (a removed one drains its queued events with its last settings).
+	{key: "sources.<name>.write_keys", live: true, kind: kindList, secret: true, named: func(c *Config, n string) any { return &c.namedSource(n).WriteKeys },
 		help: "ingest write keys (the Basic auth username SDKs send) whose events go to source <name>; also accepted as ingest credentials"},
-	{key: "sources.<name>.upload_write_key", restart: rSources, kind: kindString, secret: true, named: func(c *Config, n string) any { return &c.namedSource(n).UploadWriteKey },
+	{key: "sources.<name>.upload_write_key", live: true, kind: kindString, secret: true, named: func(c *Config, n string) any { return &c.namedSource(n).UploadWriteKey },
 		help: "write key source <name>'s batches are uploaded with (Basic auth); empty = none; set it with OUTBOX_SOURCES_<NAME>_UPLOAD_WRITE_KEY"},
-	{key: "sources.<name>.endpoint", restart: rSources, kind: kindString, named: func(c *Config, n string) any { return &c.namedSource(n).Endpoint },
+	{key: "sources.<name>.endpoint", live: true, kind: kindString, named: func(c *Config, n string) any { return &c.namedSource(n).Endpoint },
 		help: "URL source <name>'s batches are POSTed to; empty = upload.endpoint (an EU workspace: https://events.eu1.segmentapis.com/v1/batch)"},
-	{key: "sources.<name>.headers", restart: rSources, kind: kindMap, named: func(c *Config, n string) any { return &c.namedSource(n).Headers },
+	{key: "sources.<name>.headers", live: true, kind: kindMap, named: func(c *Config, n string) any { return &c.namedSource(n).Headers },
 		help: "extra HTTP headers on source <name>'s uploads, over upload.headers"},
-	{key: "sources.<name>.max_bytes", restart: rSources, kind: kindSize, named: func(c *Config, n string) any { return &c.namedSource(n).MaxBytes },
+	{key: "sources.<name>.max_bytes", live: true, kind: kindSize, named: func(c *Config, n string) any { return &c.namedSource(n).MaxBytes },
 		help: "source <name>'s share of queue.max_bytes: past it only its events are refused (503, counted as source_full); 0 = none of its own"},
-	{key: "sources.relay", restart: rSources, kind: kindBool, field: func(c *Config) any { return &c.Sources.Relay },
+	{key: "sources.<name>.topic", restart: rDest, kind: kindString, named: func(c *Config, n string) any { return &c.namedSource(n).Topic },
+		help: "Kafka topic source <name>'s events are produced to (upload.destination: kafka); empty = upload.kafka.topic"},
+	{key: "sources.relay", restart: rRelay, kind: kindBool, field: func(c *Config) any { return &c.Sources.Relay },
 		help: "relay mode: an ingest write key no source lists becomes a source of its own, uploaded with that key (OUTBOX_SOURCES_RELAY=true)"},
-	{key: "sources.relay_endpoint", restart: rSources, kind: kindString, field: func(c *Config) any { return &c.Sources.RelayEndpoint },
+	{key: "sources.relay_endpoint", restart: rRelay, kind: kindString, field: func(c *Config) any { return &c.Sources.RelayEndpoint },
 		help: "URL relay sources upload to; empty = upload.endpoint"},
-	{key: "sources.max", restart: rSources, kind: kindInt, min: 1, field: func(c *Config) any { return &c.Sources.Max },
+	{key: "sources.max", restart: rRelay, kind: kindInt, min: 1, field: func(c *Config) any { return &c.Sources.Max },
 		help: "most sources (the default one, the named ones and relay ones); a new relay key past it gets 429"},
 	{key: "shutdown.timeout", live: true, kind: kindDuration, min: 1, field: func(c *Config) any { return &c.Agent.ShutdownTimeout },
 		help: "on SIGTERM, how long the last upload pass may take before exiting"},

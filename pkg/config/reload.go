@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -50,7 +51,14 @@ func changes(a, b *Config) (live, restart []string) {
 			continue
 		}
 		seen[k.key] = true
-		if reflect.DeepEqual(reflect.ValueOf(k.ptr(&ca)).Elem().Interface(), reflect.ValueOf(k.ptr(&cb)).Elem().Interface()) {
+		va, vb := reflect.ValueOf(k.ptr(&ca)).Elem(), reflect.ValueOf(k.ptr(&cb)).Elem()
+		inA, inB := namedIn(a, k), namedIn(b, k)
+		if inA == inB && reflect.DeepEqual(va.Interface(), vb.Interface()) {
+			continue
+		}
+		// A name added or removed changes its keys that need a restart only where it sets
+		// them: a source added without a Kafka topic of its own goes to upload.kafka.topic.
+		if !k.d.live && inA != inB && va.IsZero() && vb.IsZero() {
 			continue
 		}
 		if k.d.live {
@@ -62,13 +70,42 @@ func changes(a, b *Config) (live, restart []string) {
 	return live, restart
 }
 
-// withKeys returns c with the values of the named keys taken from src.
+// namedIn reports whether c configures the name of k, a per-name key; true for a fixed key.
+func namedIn(c *Config, k boundKey) bool {
+	return k.d.named == nil || slices.Contains(names(c, k.d.sectionPrefix()), k.name)
+}
+
+// withKeys returns c with the values of the named keys taken from src. A per-name key of a
+// name src does not configure removes that name from c (a source removed by a reload). c's
+// sources are copied first: the Config c was copied from keeps its own.
 func withKeys(c Config, src *Config, names []string) Config {
+	c.Sources.Named = cloneNamed(c.Sources.Named)
 	for _, k := range names {
 		b, _ := lookupBound(k)
+		if !namedIn(src, b) {
+			delete(c.Sources.Named, b.name)
+			continue
+		}
 		reflect.ValueOf(b.ptr(&c)).Elem().Set(reflect.ValueOf(b.ptr(src)).Elem())
 	}
 	return c
+}
+
+// cloneNamed is a copy of the named sources that a change to one of its sources leaves the
+// original alone.
+func cloneNamed(m map[string]*uploader.SourceConfig) map[string]*uploader.SourceConfig {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*uploader.SourceConfig, len(m))
+	for name, s := range m {
+		cp := uploader.SourceConfig{}
+		if s != nil {
+			cp = *s
+		}
+		out[name] = &cp
+	}
+	return out
 }
 
 // Reload re-reads the configuration and applies what can change live. It never stops the

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,13 +49,17 @@ const DefaultClientID = "outbox"
 // their defaults. The configuration keys of the agent are named after the fields
 // (upload.kafka.brokers, upload.kafka.sasl.password, ...), and so are Validate's errors.
 type Config struct {
-	Brokers     []string // seed brokers, host:port; required
-	Topic       string   // required
-	Key         string   // KeyMessageID (default), KeyUserID or KeyNone
-	Compression string   // none, gzip, snappy (default), lz4 or zstd
-	ClientID    string   // default DefaultClientID
-	TLS         bool     // connect with TLS (system roots, or CAFile)
-	CAFile      string   // PEM file of the CA certificates to trust; needs TLS
+	Brokers []string // seed brokers, host:port; required
+	Topic   string   // required: the topic of every source without one in Topics
+	// Topics are the topics of the sources that have their own (sources.<name>.topic), by
+	// source name (delivery.Batch.Source; the default source, whose batches may carry "", is
+	// "default" here). A source not in it produces to Topic. New copies the map.
+	Topics      map[string]string
+	Key         string // KeyMessageID (default), KeyUserID or KeyNone
+	Compression string // none, gzip, snappy (default), lz4 or zstd
+	ClientID    string // default DefaultClientID
+	TLS         bool   // connect with TLS (system roots, or CAFile)
+	CAFile      string // PEM file of the CA certificates to trust; needs TLS
 	SASL        SASLConfig
 }
 
@@ -75,6 +81,9 @@ func DefaultConfig() Config {
 func (c Config) String() string {
 	s := fmt.Sprintf("kafka{brokers:%s topic:%q key:%s compression:%s client_id:%s tls:%t",
 		strings.Join(c.Brokers, ","), c.Topic, c.key(), c.compression(), c.clientID(), c.TLS)
+	if len(c.Topics) > 0 {
+		s += " topics:" + c.topicList()
+	}
 	if c.CAFile != "" {
 		s += " ca_file:" + c.CAFile
 	}
@@ -89,10 +98,15 @@ func (c Config) LogValue() slog.Value {
 	attrs := []slog.Attr{
 		slog.String("brokers", strings.Join(c.Brokers, ",")),
 		slog.String("topic", c.Topic),
+	}
+	if len(c.Topics) > 0 {
+		attrs = append(attrs, slog.String("topics", c.topicList()))
+	}
+	attrs = append(attrs,
 		slog.String("key", c.key()),
 		slog.String("compression", c.compression()),
 		slog.Bool("tls", c.TLS),
-	}
+	)
 	if c.SASL.Mechanism != "" {
 		attrs = append(attrs, slog.String("sasl", c.SASL.Mechanism), slog.String("user", c.SASL.Username))
 	}
@@ -104,6 +118,15 @@ func redact(secret string) string {
 		return `""`
 	}
 	return "<redacted>"
+}
+
+// topicList is Topics as source=topic pairs in the order of the sources' names.
+func (c Config) topicList() string {
+	pairs := make([]string, 0, len(c.Topics))
+	for _, name := range slices.Sorted(maps.Keys(c.Topics)) {
+		pairs = append(pairs, name+"="+c.Topics[name])
+	}
+	return strings.Join(pairs, ",")
 }
 
 func (c Config) key() string         { return orDefault(c.Key, KeyMessageID) }
@@ -135,6 +158,12 @@ func (c Config) Validate() error {
 	}
 	if err := checkTopic(c.Topic); err != nil {
 		bad("topic", "%v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Topics)) {
+		if err := checkTopic(c.Topics[name]); err != nil {
+			key := "sources." + name + ".topic"
+			problems = append(problems, errs.KeyErrorf(key, "%s: %v; fix it, or remove it to produce the source's events to upload.kafka.topic", key, err))
+		}
 	}
 	if !oneOf(c.key(), KeyMessageID, KeyUserID, KeyNone) {
 		bad("key", "%q is not one of messageId, userId, none", c.Key)

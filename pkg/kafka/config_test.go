@@ -38,6 +38,9 @@ func TestConfig_Validate_NamesTheKeyOfEveryProblem(t *testing.T) {
 		{"an unknown SASL mechanism", with(func(c *kafka.Config) { c.SASL.Mechanism = "gssapi" }), []string{"upload.kafka.sasl.mechanism"}, ""},
 		{"SASL without username and password", with(func(c *kafka.Config) { c.SASL.Mechanism = kafka.SASLPlain }),
 			[]string{"upload.kafka.sasl.username", "upload.kafka.sasl.password"}, "upload.kafka.sasl.mechanism"},
+		{"sources' own topics are valid", with(func(c *kafka.Config) { c.Topics = map[string]string{"app-a": "app-a.events", "default": "main"} }), nil, ""},
+		{"a source's topic with a slash and another's empty", with(func(c *kafka.Config) { c.Topics = map[string]string{"app-b": "", "app-a": "a/b"} }),
+			[]string{"sources.app-a.topic", "sources.app-b.topic"}, ""},
 		{"credentials without a mechanism", with(func(c *kafka.Config) { c.SASL.Password = "pw-secret" }), []string{"upload.kafka.sasl.mechanism"}, ""},
 	}
 	for _, tt := range tests {
@@ -82,6 +85,12 @@ func TestConfig_PrintedOrLogged_ThePasswordIsRedacted(t *testing.T) {
 	}
 	if !strings.Contains(c.String(), "<redacted>") {
 		t.Errorf("String = %s, want the password shown as <redacted>", c.String())
+	}
+	c.Topics = map[string]string{"b": "tb", "a": "ta"}
+	for _, s := range []string{c.String(), c.LogValue().String()} {
+		if !strings.Contains(s, "a=ta,b=tb") {
+			t.Errorf("%s does not list the sources' topics in order as a=ta,b=tb", s)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,11 +31,19 @@ const metadataMinAge = time.Second
 // when Close's deadline cut several produces in flight and the brokers no longer answer.
 const closeWait = 500 * time.Millisecond
 
-// Destination produces batches into one topic. It implements delivery.BoundedDestination:
-// Send is safe for concurrent use (each call keeps its own state; the kgo client is shared),
-// up to MaxInFlight batches at once; Close is called once after the last Send.
+// SourceHeader is the record header that names the source of the record's event (the
+// source's name, "default" for the default one; never its write key), on every record.
+const SourceHeader = "outbox-source"
+
+// defaultSource names the source of a batch whose Source is "".
+const defaultSource = "default"
+
+// Destination produces each batch into its source's own topic (Config.Topics), else into
+// Config.Topic. It implements delivery.BoundedDestination: Send is safe for concurrent use
+// (each call keeps its own state; the kgo client is shared), up to MaxInFlight batches at
+// once; Close is called once after the last Send.
 type Destination struct {
-	cfg  Config
+	cfg  Config // its Topics are New's own copy, read by concurrent Sends
 	cl   *kgo.Client
 	log  *slog.Logger
 	key  keyFunc
@@ -107,6 +116,7 @@ func New(cfg Config, opts ...Option) (*Destination, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Topics = maps.Clone(cfg.Topics) // the caller's map may change after New
 	d := &Destination{cfg: cfg, log: log.With("destination", "kafka"), key: keyFor(cfg.key())}
 	kopts, err := d.clientOptions()
 	if err != nil {
@@ -189,7 +199,11 @@ func mechanism(s SASLConfig) sasl.Mechanism {
 func (d *Destination) Name() string { return "kafka" }
 
 // Config returns the configuration the destination was built with.
-func (d *Destination) Config() Config { return d.cfg }
+func (d *Destination) Config() Config {
+	c := d.cfg
+	c.Topics = maps.Clone(c.Topics) // Sends read d's own
+	return c
+}
 
 // Send produces every event of b as one record and waits until the cluster has acknowledged
 // them all, one failed, or ctx ends. When ctx ends first, Send returns at once: the records
@@ -212,11 +226,14 @@ func (d *Destination) Send(ctx context.Context, b delivery.Batch) delivery.Outco
 	}
 	block := make([]byte, 0, size)
 	recs := make([]kgo.Record, n)
+	source, topic := d.route(b.Source)
+	// One header slice for every record of the batch: kgo only reads it.
+	headers := []kgo.RecordHeader{{Key: SourceHeader, Value: []byte(source)}}
 	for i, ev := range b.Events {
 		start := len(block)
 		block = append(block, ev...)
 		v := block[start:len(block):len(block)]
-		recs[i] = kgo.Record{Value: v, Key: d.key(v)}
+		recs[i] = kgo.Record{Topic: topic, Value: v, Key: d.key(v), Headers: headers}
 	}
 	for i := range recs {
 		d.cl.Produce(ctx, &recs[i], st.promise)
@@ -235,6 +252,17 @@ func (d *Destination) Send(ctx context.Context, b delivery.Batch) delivery.Outco
 	o := st.outcome()
 	o.Bytes = size
 	return d.orRefused(o)
+}
+
+// route is the name of source as its records' header carries it, and the topic of its records.
+func (d *Destination) route(source string) (name, topic string) {
+	if source == "" {
+		source = defaultSource
+	}
+	if t, ok := d.cfg.Topics[source]; ok {
+		return source, t
+	}
+	return source, d.cfg.Topic
 }
 
 // Close closes the producer. Records still buffered (abandoned attempts) fail; their batches

@@ -1,6 +1,10 @@
 // Package kafka delivers outbox batches into a Kafka topic: it is a delivery.Destination built
 // on franz-go (kgo). One event is one record; its value is the stored event JSON as it is
 // (never re-encoded), its key the event's messageId by default, so consumers can deduplicate.
+// Every record carries the name of its event's source in the header outbox-source (SourceHeader:
+// "default", a configured source's name, or a relay source's relay-<hash>, never a write key).
+// A batch holds the events of one source; it goes to that source's own topic when Config.Topics
+// names one (sources.<name>.topic), else to Config.Topic.
 //
 // The producer is idempotent with acks=all: the cluster acknowledges a record only once every
 // in-sync replica has it, and a produce request that kgo repeats after a lost answer is not

@@ -235,8 +235,8 @@ func assertOneDeadLetter(t testing.TB, cl *uploader.Client, events int, code str
 		t.Fatalf("dead letters = %d, %v; want 1", len(list), err)
 	}
 	d := list[0]
-	if d.Count != events || !strings.Contains(d.Info.Reason, code) {
-		t.Fatalf("dead letter of %d events, reason %q; want %d events and a reason naming %s", d.Count, d.Info.Reason, events, code)
+	if d.Count != events || !strings.Contains(d.Info.Detail, code) {
+		t.Fatalf("dead letter of %d events, detail %q; want %d events and a detail naming %s", d.Count, d.Info.Detail, events, code)
 	}
 	return d
 }

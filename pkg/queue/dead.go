@@ -20,9 +20,35 @@ type DeadInfo = store.DeadInfo
 // MaxBodySnippet bounds DeadInfo.Body as stored.
 const MaxBodySnippet = store.MaxBodySnippet
 
+// DeadFilter picks dead batches by source, dead-letter time, last status and reason; the zero
+// value matches every one.
+type DeadFilter = store.DeadFilter
+
+// DeadResult is what a replay or a purge of dead batches acted on.
+type DeadResult = store.DeadResult
+
+// The reasons a batch is dead-lettered (DeadInfo.Reason).
+const (
+	DeadRejected    = store.DeadRejected
+	DeadTooLarge    = store.DeadTooLarge
+	DeadBudgetSpent = store.DeadBudgetSpent
+)
+
+// DeadReasons returns the reasons a batch is dead-lettered.
+func DeadReasons() []string { return store.DeadReasons() }
+
 // DeadList returns every dead batch, oldest first, without events.
 func (q *Queue) DeadList() ([]DeadBatch, error) {
 	list, err := q.s.DeadList()
+	if err != nil {
+		return nil, fmt.Errorf("dead list: %w", err)
+	}
+	return list, nil
+}
+
+// DeadListMatching returns the dead batches f matches, oldest first, without events.
+func (q *Queue) DeadListMatching(f DeadFilter) ([]DeadBatch, error) {
+	list, err := q.s.DeadListMatching(f)
 	if err != nil {
 		return nil, fmt.Errorf("dead list: %w", err)
 	}
@@ -43,8 +69,8 @@ func (q *Queue) DeadGet(id string) (DeadBatch, error) {
 }
 
 // DeadReplay moves dead batches (every one when ids is empty) back to the
-// tail of the queue with new keys, oldest batch first and event order kept,
-// in one transaction. It returns how many events were re-queued, or errs.ErrQueueFull
+// tail of their source's queue with new keys, oldest batch first and event order kept, each
+// event byte for byte (its messageId unchanged), in one transaction. It returns how many events were re-queued, or errs.ErrQueueFull
 // when they do not fit in MaxBytes now, or errs.ErrTooLarge (wrapped) when they
 // total more than MaxBytes (replay fewer batches); nothing moves then.
 func (q *Queue) DeadReplay(ctx context.Context, ids ...string) (int, error) {
@@ -57,6 +83,28 @@ func (q *Queue) DeadReplay(ctx context.Context, ids ...string) (int, error) {
 		return 0, fmt.Errorf("dead replay: %w", err)
 	}
 	return n, nil
+}
+
+// DeadReplayMatching is DeadReplay of the dead batches f matches when it commits (every one for
+// the zero DeadFilter); it returns how many batches and events it re-queued. Each re-queued
+// batch's replays are counted: a batch its events form that is dead-lettered again records
+// one more replay than the batch they were (DeadInfo.Replays).
+func (q *Queue) DeadReplayMatching(ctx context.Context, f DeadFilter) (DeadResult, error) {
+	res, err := q.s.ReplayMatching(ctx, f)
+	if err != nil {
+		return DeadResult{}, fmt.Errorf("dead replay: %w", err)
+	}
+	return res, nil
+}
+
+// DeadPurgeMatching deletes the dead batches f matches when it commits (every one for the
+// zero DeadFilter) and returns how many batches and events it deleted.
+func (q *Queue) DeadPurgeMatching(ctx context.Context, f DeadFilter) (DeadResult, error) {
+	res, err := q.s.PurgeMatching(ctx, f)
+	if err != nil {
+		return DeadResult{}, fmt.Errorf("dead purge: %w", err)
+	}
+	return res, nil
 }
 
 // DeadPurge deletes dead batches (every one when ids is empty) and returns

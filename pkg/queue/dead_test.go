@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -104,5 +105,49 @@ func TestQueue_DeadMaxBytesDropsOldestDeadBatches(t *testing.T) {
 	d, _ := q.DeadGet(list[0].ID)
 	if string(d.Events[0]) != string(ev(6)) {
 		t.Fatalf("kept dead batch starts with %s", d.Events[0])
+	}
+}
+
+// A filtered replay through the queue re-queues the matching batch into its source, where a
+// lease of part of it that dies again counts the replay; a filtered purge deletes the matches
+// only, on a file reopened in between.
+func TestQueue_DeadMatching_ReplaysAndPurgesTheMatchesAndCountsReplays(t *testing.T) {
+	q, dir := testutil.MustOpenQueue(t, queue.Config{})
+	ctx := context.Background()
+	for i, src := range []string{"a", "b"} {
+		if err := q.EnqueueIn(ctx, src, ev(2*i), ev(2*i+1)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := q.Lease(ctx, 10, 1<<20)
+		if err != nil || b.Source != src {
+			t.Fatalf("lease of %s: %+v, %v", src, b, err)
+		}
+		if err := b.DeadLetter(ctx, queue.DeadInfo{Reason: queue.DeadRejected, Status: 400 + i, Code: fmt.Sprint(400 + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := q.DeadReplayMatching(ctx, queue.DeadFilter{Source: "a"})
+	if err != nil || res != (queue.DeadResult{Batches: 1, Events: 2}) {
+		t.Fatalf("replay of a's: %+v, %v", res, err)
+	}
+	_ = q.Close()
+	q = testutil.MustOpenQueueAt(t, dir, queue.Config{})
+	b, err := q.Lease(ctx, 1, 1<<20)
+	if err != nil || b.Source != "a" || string(b.Events[0]) != string(ev(0)) {
+		t.Fatalf("lease after the replay: %+v, %v; want a's first event as it was", b, err)
+	}
+	if err := b.DeadLetter(ctx, queue.DeadInfo{Reason: queue.DeadRejected, Status: 400}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := q.DeadListMatching(queue.DeadFilter{Source: "a"})
+	if err != nil || len(list) != 1 || list[0].Info.Replays != 1 || list[0].Count != 1 {
+		t.Fatalf("a's dead letters: %+v, %v; want one of 1 event with one replay", list, err)
+	}
+	res, err = q.DeadPurgeMatching(ctx, queue.DeadFilter{Status: "401"})
+	if err != nil || res != (queue.DeadResult{Batches: 1, Events: 2}) {
+		t.Fatalf("purge of status 401: %+v, %v", res, err)
+	}
+	if st := q.Stats(); st.DeadBatches != 1 || st.Events != 1 || st.Dropped["purged"] != 2 {
+		t.Fatalf("stats: %+v; want a's dead batch and a's second event left, b's 2 counted purged", st)
 	}
 }

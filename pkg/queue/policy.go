@@ -2,6 +2,8 @@ package queue
 
 import (
 	"fmt"
+	"maps"
+	"sync/atomic"
 
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/store"
@@ -11,17 +13,44 @@ import (
 // for events, dead.max_bytes for dead letters. The store asks it inside its transactions (see
 // store.Policy); Block is not the store's business: Enqueue waits and asks again.
 type policy struct {
-	maxBytes     int64            // stored event bytes
-	deadMaxBytes int64            // dead-letter event bytes
-	evict        bool             // when_full: drop_oldest
-	sourceMax    map[string]int64 // a source's own share (sources.<name>.max_bytes); absent: none
+	maxBytes     int64         // stored event bytes
+	deadMaxBytes int64         // dead-letter event bytes
+	evict        bool          // when_full: drop_oldest
+	sourceMax    *sourceShares // each source's own share (sources.<name>.max_bytes); absent: none
+}
+
+// sourceShares are the sources' own shares of the queue, replaced whole by
+// Queue.SetSourceMaxBytes while the store asks AdmitSource from its transactions.
+type sourceShares struct {
+	m atomic.Pointer[map[string]int64]
+}
+
+func newSourceShares(m map[string]int64) *sourceShares {
+	s := &sourceShares{}
+	s.set(m)
+	return s
+}
+
+func (s *sourceShares) set(m map[string]int64) {
+	cp := maps.Clone(m) // the caller may change m; a nil map reads as no shares
+	s.m.Store(&cp)
+}
+
+func (s *sourceShares) get(source string) (int64, bool) {
+	v, ok := (*s.m.Load())[source]
+	return v, ok
 }
 
 // Policy returns the store.Policy of cfg (zero values meaning their defaults), the one Open
 // gives its store.
 func Policy(cfg Config) store.Policy {
+	return newPolicy(cfg, newSourceShares(cfg.SourceMaxBytes))
+}
+
+// newPolicy is Policy(cfg) with the sources' shares in shares (which the queue keeps to replace them).
+func newPolicy(cfg Config, shares *sourceShares) policy {
 	cfg = cfg.withDefaults()
-	return policy{maxBytes: cfg.MaxBytes, deadMaxBytes: cfg.DeadMaxBytes, evict: cfg.WhenFull == DropOldest, sourceMax: cfg.SourceMaxBytes}
+	return policy{maxBytes: cfg.MaxBytes, deadMaxBytes: cfg.DeadMaxBytes, evict: cfg.WhenFull == DropOldest, sourceMax: shares}
 }
 
 // Fits refuses events that alone exceed queue.max_bytes: no policy can make room for them.
@@ -53,7 +82,7 @@ func (p policy) Admit(stored, need int64, replay bool) (int64, error) {
 // evicting another source's events for them would let one source crowd the others out, and
 // evicting its own would drop what it was told was accepted. Its SDKs are told to come back.
 func (p policy) AdmitSource(source string, stored, need int64) error {
-	limit, ok := p.sourceMax[source]
+	limit, ok := p.sourceMax.get(source)
 	if !ok || limit <= 0 || stored+need <= limit {
 		return nil
 	}

@@ -35,7 +35,8 @@ type Queue struct {
 	cfg    Config
 	policy store.Policy // the store asks it inside its transactions; Fits asks it up front
 	log    *slog.Logger
-	turns  *drr // whose turn it is to lease (sources.go)
+	turns  *drr          // whose turn it is to lease (sources.go)
+	shares *sourceShares // the sources' own shares, which policy reads (SetSourceMaxBytes)
 }
 
 // Open opens (creating) the queue in dir. It fails with errs.ErrLocked
@@ -46,7 +47,8 @@ func Open(dir string, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	policy := Policy(cfg)
+	shares := newSourceShares(cfg.SourceMaxBytes)
+	policy := newPolicy(cfg, shares)
 	s, err := store.Open(dir, store.Options{
 		NoSync: cfg.NoSync, Policy: policy, Logger: cfg.Logger, OnCommit: cfg.OnCommit,
 		OnDrop: cfg.OnDrop, OnCorrupt: cfg.OnCorrupt, Now: cfg.Now, Keys: cfg.Keys,
@@ -54,7 +56,7 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
-	return &Queue{s: s, cfg: cfg, policy: policy, log: cfg.Logger, turns: newDRR(cfg.Quantum)}, nil
+	return &Queue{s: s, cfg: cfg, policy: policy, log: cfg.Logger, turns: newDRR(cfg.Quantum), shares: shares}, nil
 }
 
 // Enqueue appends events (already normalised) at the tail. When it returns

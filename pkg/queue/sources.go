@@ -40,6 +40,11 @@ func (q *Queue) EnqueueIn(ctx context.Context, source string, events ...[]byte) 
 	return q.enqueue(ctx, source, events)
 }
 
+// SetSourceMaxBytes replaces every source's own share of the queue (Config.SourceMaxBytes) for
+// the commits from now on (a reload of sources.<name>.max_bytes). Events already stored stay:
+// a source over a share made smaller takes no more until it is back under it.
+func (q *Queue) SetSourceMaxBytes(shares map[string]int64) { q.shares.set(shares) }
+
 // EnqueueAsyncIn is EnqueueAsync into source's FIFO ("" is DefaultSource).
 func (q *Queue) EnqueueAsyncIn(ctx context.Context, source string, done func(error), events ...[]byte) error {
 	return q.enqueueAsync(ctx, source, false, done, events)

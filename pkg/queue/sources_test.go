@@ -151,6 +151,26 @@ func TestQueue_Sources_FullSourceIsRefusedAlone(t *testing.T) {
 	}
 }
 
+func TestQueue_SetSourceMaxBytes_AppliesToTheNextEnqueues(t *testing.T) {
+	q, _ := testutil.MustOpenQueue(t, queue.Config{})
+	ctx := context.Background()
+	ev := []byte(`{"type":"track","event":"a-0","userId":"u","p":"` + strings.Repeat("x", 100) + `"}`)
+	if err := q.EnqueueIn(ctx, "a", ev, ev); err != nil {
+		t.Fatalf("a without a share: %v", err)
+	}
+	q.SetSourceMaxBytes(map[string]int64{"a": 300})
+	if err := q.EnqueueIn(ctx, "a", ev); !errors.Is(err, errs.ErrQueueFull) || q.Stats().Dropped[store.ReasonSourceFull] != 1 {
+		t.Fatalf("a past its new share: %v, %v: want ErrQueueFull and one source_full", err, q.Stats().Dropped)
+	}
+	if err := q.EnqueueIn(ctx, "b", ev); err != nil {
+		t.Fatalf("b without a share: %v", err)
+	}
+	q.SetSourceMaxBytes(nil)
+	if err := q.EnqueueIn(ctx, "a", ev); err != nil {
+		t.Fatalf("a with its share removed: %v", err)
+	}
+}
+
 func TestQueue_Sources_CountsAndRetryStateSurviveReopen(t *testing.T) {
 	dir := t.TempDir()
 	q := testutil.MustOpenQueueAt(t, dir, queue.Config{})

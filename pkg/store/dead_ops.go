@@ -14,6 +14,10 @@ import (
 // The writer's dead-letter operations: moving a batch to dead letters, replaying and purging.
 
 func (s *Store) applyDead(b *buckets, source string, keys [][]byte, info []byte, w *writerState) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	info = withReplays(info, replaysIn(b.meta, source, keys[0], keys[len(keys)-1]))
 	events := make([][]byte, 0, len(keys))
 	damaged := 0
 	bucketName := format.EventsBucket(source)
@@ -34,6 +38,9 @@ func (s *Store) applyDead(b *buckets, source string, keys [][]byte, info []byte,
 	}
 	slices.Reverse(events) // deleted last key first
 	if err := clearRetry(b, source, keys[0], keys[len(keys)-1]); err != nil {
+		return err
+	}
+	if err := pruneReplayRuns(b); err != nil {
 		return err
 	}
 	id := w.nextKey(s.opt.Now())
@@ -77,18 +84,26 @@ func (s *Store) deadHeaderOf(k, v []byte) format.DeadHeader {
 	return h
 }
 
-// deadKeys resolves ids (all when empty) to existing dead keys, oldest first.
-func deadKeys(b *buckets, ids [][]byte) ([][]byte, error) {
-	if len(ids) == 0 {
+// deadKeys resolves the dead batches r names, oldest first: its ids (each must exist), else
+// those its filter matches (DeadFilter.Match, on each batch as DeadList reads it; a batch
+// whose record cannot be read matches no filter but the zero one), else every one.
+func (s *Store) deadKeys(b *buckets, r *request) ([][]byte, error) {
+	if len(r.keys) == 0 {
 		var out [][]byte
 		c := b.dead.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if r.filter != nil && !r.filter.IsZero() {
+				d, err := s.decodeDeadBatch(k, v, false)
+				if err != nil || !r.filter.Match(d) {
+					continue
+				}
+			}
 			out = append(out, append([]byte(nil), k...))
 		}
 		return out, nil
 	}
-	out := make([][]byte, 0, len(ids))
-	for _, id := range ids {
+	out := make([][]byte, 0, len(r.keys))
+	for _, id := range r.keys {
 		if b.dead.Get(id) == nil {
 			return nil, fmt.Errorf("dead batch %s: %w", format.KeyString(id), errs.ErrNotFound)
 		}
@@ -99,15 +114,16 @@ func deadKeys(b *buckets, ids [][]byte) ([][]byte, error) {
 }
 
 func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
-	keys, err := deadKeys(b, r.keys)
+	keys, err := s.deadKeys(b, r)
 	if err != nil {
 		return err
 	}
 	type item struct {
-		key    []byte
-		h      format.DeadHeader
-		events [][]byte
-		source string
+		key     []byte
+		h       format.DeadHeader
+		events  [][]byte
+		source  string
+		replays int // of the dead batch
 	}
 	items := make([]item, 0, len(keys))
 	var need int64
@@ -127,7 +143,7 @@ func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
 		}
 		var info DeadInfo
 		_ = json.Unmarshal(h.Info, &info) // an unreadable info replays into the default source
-		items = append(items, item{k, h, evs, sourceName(info.Source)})
+		items = append(items, item{k, h, evs, sourceName(info.Source), info.Replays})
 		need += h.Bytes
 		perSource[sourceName(info.Source)] += h.Bytes
 	}
@@ -140,6 +156,9 @@ func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
 	if err := s.admitQueue(b, need, true, w); err != nil {
 		return err
 	}
+	if err := pruneReplayRuns(b); err != nil {
+		return err
+	}
 	now := s.opt.Now()
 	run := intakeRun{at: now}
 	for _, it := range items {
@@ -148,11 +167,16 @@ func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
 			return err
 		}
 		src := s.source(w, it.source, false)
+		replayed := format.ReplayRun{Replays: it.replays + 1}
 		for _, e := range it.events {
 			k := w.nextKey(now)
 			if run.first.IsNil() {
 				run.first = k
 			}
+			if replayed.First == nil {
+				replayed.First = k.Bytes()
+			}
+			replayed.Last = k.Bytes()
 			if err := bk.Put(k[:], s.codec.Encode(format.EventsBucket(it.source), k[:], e)); err != nil {
 				return err
 			}
@@ -163,9 +187,15 @@ func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
 			src.tail = k
 			r.n++
 		}
+		if replayed.First != nil {
+			if err := putReplayRun(b.meta, it.source, replayed); err != nil {
+				return err
+			}
+		}
 		if err := b.dead.Delete(it.key); err != nil {
 			return err
 		}
+		r.batches++
 		w.DeadBatches--
 		w.DeadEvents -= int64(it.h.Events)
 		w.DeadBytes -= it.h.Bytes
@@ -178,7 +208,7 @@ func (s *Store) applyReplay(b *buckets, r *request, w *writerState) error {
 }
 
 func (s *Store) applyPurge(b *buckets, r *request, w *writerState) error {
-	keys, err := deadKeys(b, r.keys)
+	keys, err := s.deadKeys(b, r)
 	if err != nil {
 		return err
 	}
@@ -191,6 +221,7 @@ func (s *Store) applyPurge(b *buckets, r *request, w *writerState) error {
 		w.DeadEvents -= int64(h.Events)
 		w.DeadBytes -= h.Bytes
 		r.n++
+		r.events += h.Events
 		s.drop(w, ReasonPurged, h.Events, "dead_id", format.KeyString(k))
 	}
 	return nil

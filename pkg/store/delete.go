@@ -77,6 +77,7 @@ func deleteAt(c *bolt.Cursor, k, v []byte, w *writerState, src *sourceState, vis
 // states saved for batches that started among the evicted events go with them: no lease can
 // find them any more, and they would stay in meta for good.
 func (s *Store) evictOldest(b *buckets, bytes int64, w *writerState) (int, error) {
+	s.sealer.wait(&s.scratch) // it may evict records appended earlier in the group
 	type span struct{ first, last []byte }
 	spans := map[string]*span{}
 	evicted := 0

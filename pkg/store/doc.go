@@ -44,6 +44,19 @@
 // events of the whole queue, whatever their source. SaveSourceRecord and SourceRecords keep the
 // source registry: what a source that is not configured (a relay source) needs after a restart.
 //
+// # Dead letters
+//
+// A dead batch (dead.go) is one record under a new key of the writer's: its DeadInfo as JSON and
+// its events, byte for byte. Its reason is one of DeadReasons; a file written before there were
+// reasons holds a sentence there, read back as its reason with the sentence in Detail, and its
+// code is then read from its HTTP status. DeadFilter (deadfilter.go) picks dead batches by
+// source, time, code and reason; its Match is the one place a filter is applied: by
+// DeadListMatching, and inside the writer's transaction by ReplayMatching and PurgeMatching, so
+// a replay or a purge acts on exactly the batches that match when it commits. A replay notes
+// each batch's run of new keys in meta with its replays plus one (replay.go), so that a batch
+// its events form later, whatever the uploader's batching made of them, records its replays
+// when it dies again; a run goes once none of its events is queued.
+//
 // # Writes: group commit
 //
 // All writes go through one writer goroutine. It takes every request waiting
@@ -163,19 +176,25 @@
 // # Encryption at rest
 //
 // With Options.Keys (queue.encryption.key_files) every record of the events and dead buckets is
-// sealed with AES-256-GCM under the first key, with a random nonce, its key id, and its bucket
+// sealed with AES-256-GCM under the first key, with a fresh nonce, its key id, and its bucket
 // and key as additional data (internal/format, seal.go): a record moved under another key or
 // into another bucket fails its tag, which reads as a failed checksum (dropped with reason
 // "checksum" at lease time, a *CorruptError at the full check, unreadable to recover). Meta
 // records (counters, retry states, the seal set) hold no event data and stay plain.
 //
 // The record's key is chosen by the writer, and the additional data binds it, so an append's
-// records cannot be sealed whole off the writer's path. The caller does what it can there: it
-// copies each event into the request's block with a fresh random nonce and room for the tag
-// (format.Codec.AppendUnsealed); the writer, once it has the key, seals in place
-// (format.Codec.Seal: the AES-GCM pass, no copy, no allocation). Reads open each record
-// straight into the batch's block. Measured on a 545-byte event: about 0.5 µs to seal and as
-// much to open (BenchmarkCodec), against a commit's fsync of milliseconds.
+// records cannot be sealed before they reach the writer. The caller does what it can: it
+// copies each event into the request's block with its nonce and room for the tag
+// (format.Codec.AppendUnsealed; the nonces of one block are a run from one random start,
+// format.Nonces, not a crypto/rand call each). The writer puts each record under its key
+// unsealed and hands the block to the sealer (sealer.go): goroutines of its own seal the
+// records in place (format.Codec.Seal: the AES-GCM pass, no copy, no allocation) while the
+// writer goes on with its group, and the writer waits for them before anything reads a record
+// of the transaction and before the commit writes the pages. Reads open each record straight
+// into the batch's block. Measured on a 545-byte event: about 0.3–0.5 µs to seal and as much
+// to open (BenchmarkCodec), most of it a fixed cost per record; BenchmarkEncryptionAtRest sets
+// sealed and plain ingest and drain side by side. A drain after a restart opens each record
+// twice: once in the full check and once when it is leased.
 //
 // Open refuses a file whose records need a key Options.Keys lacks before anything is written,
 // with a *keyring.MissingError naming the key id. Meta "seal" lists the keys that may have sealed

@@ -21,6 +21,9 @@ func (s *Store) apply(b *buckets, r *request, w *writerState) error {
 			return err
 		}
 		if len(r.keys) > 0 {
+			if err := pruneReplayRunsIn(b, r.source, r.keys[0], r.keys[len(r.keys)-1]); err != nil {
+				return err
+			}
 			return clearRetry(b, r.source, r.keys[0], r.keys[len(r.keys)-1])
 		}
 		return nil
@@ -79,9 +82,10 @@ func (s *Store) apply(b *buckets, r *request, w *writerState) error {
 // pool (putBlock) only after that, so appends reuse blocks instead of
 // allocating one per request.
 //
-// With encryption on, the block holds each record unsealed (its nonce and the event in the
-// clear): its additional data binds the key, which only the writer knows, so the writer seals
-// each record in place once it has its key (applyAppend), without a copy or an allocation.
+// With encryption on, the block holds each record unsealed (its nonce, one of a run from a
+// random start, and the event in the clear): its additional data binds the key, which only the
+// writer knows, so each record is sealed in place once the writer has put it under its key
+// (applyAppend, sealer.go), without a copy or an allocation.
 func (s *Store) appendBlock(events [][]byte) *[]byte {
 	n := 0
 	over := s.codec.Overhead()
@@ -90,10 +94,11 @@ func (s *Store) appendBlock(events [][]byte) *[]byte {
 	}
 	p := getBlock(n)
 	buf := *p
+	var nonces format.Nonces
 	for _, e := range events {
 		buf = binary.BigEndian.AppendUint32(buf, uint32(over+len(e)))
 		buf = append(buf, ksuid.Nil[:]...)
-		buf = s.codec.AppendUnsealed(buf, e)
+		buf = s.codec.AppendUnsealed(buf, e, &nonces)
 	}
 	*p = buf
 	return p
@@ -129,7 +134,8 @@ func (s *Store) applyAppend(b *buckets, source string, block []byte, count int, 
 		off += len(k)
 		end := off + size
 		rec := block[off:end:end]
-		s.codec.Seal(rec, bucketName, key, &s.scratch)
+		// Put before it is sealed: the sealer seals it in place before anything reads it
+		// (sealer.go).
 		if err := bk.Put(key, rec); err != nil {
 			return err
 		}
@@ -140,6 +146,7 @@ func (s *Store) applyAppend(b *buckets, source string, block []byte, count int, 
 		src.events++
 		src.bytes += int64(size - format.RecordHeader)
 	}
+	s.sealer.add(sealJob{block: block, count: count, bucket: bucketName}, &s.scratch)
 	src.tail = w.last
 	s.pendingRuns = append(s.pendingRuns, intakeRun{first: first, last: w.last, at: now})
 	return nil

@@ -150,7 +150,8 @@ func (s *Store) DeleteIn(ctx context.Context, source string, keys [][]byte) erro
 }
 
 // MoveDead moves the events with these keys into one dead batch carrying
-// info (its Body cut to MaxBodySnippet), in one transaction.
+// info (its Body cut to MaxBodySnippet; its Replays counted from the replay runs the events
+// came from), in one transaction.
 func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info DeadInfo) error {
 	return s.MoveDeadIn(ctx, DefaultSource, keys, info)
 }
@@ -159,6 +160,7 @@ func (s *Store) MoveDead(ctx context.Context, keys [][]byte, info DeadInfo) erro
 // its source (DeadInfo.Source), and Replay puts it back into that source.
 func (s *Store) MoveDeadIn(ctx context.Context, source string, keys [][]byte, info DeadInfo) error {
 	source = sourceName(source)
+	info.Replays = 0 // the writer counts them (replay.go)
 	info.Source = ""
 	if source != DefaultSource {
 		info.Source = source // the default source is left out: a dead batch as earlier files hold it
@@ -187,11 +189,27 @@ func (s *Store) Replay(ctx context.Context, ids [][]byte) (int, error) {
 	return r.n, err
 }
 
+// ReplayMatching is Replay of the dead batches f matches when it commits (every one for the
+// zero DeadFilter).
+func (s *Store) ReplayMatching(ctx context.Context, f DeadFilter) (DeadResult, error) {
+	r := &request{kind: opReplay, filter: &f}
+	err := s.submit(ctx, r)
+	return DeadResult{Batches: r.batches, Events: r.n}, err
+}
+
 // Purge deletes dead batches (all when ids is empty) and returns how many.
 func (s *Store) Purge(ctx context.Context, ids [][]byte) (int, error) {
 	r := &request{kind: opPurge, keys: ids}
 	err := s.submit(ctx, r)
 	return r.n, err
+}
+
+// PurgeMatching is Purge of the dead batches f matches when it commits (every one for the zero
+// DeadFilter).
+func (s *Store) PurgeMatching(ctx context.Context, f DeadFilter) (DeadResult, error) {
+	r := &request{kind: opPurge, filter: &f}
+	err := s.submit(ctx, r)
+	return DeadResult{Batches: r.n, Events: r.events}, err
 }
 
 // Compact rewrites the file with only its live data, online.

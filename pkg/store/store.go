@@ -43,6 +43,7 @@ type Store struct {
 	failed   atomic.Pointer[CorruptError]
 	checking atomic.Bool
 	codec    format.Codec // seals and opens the records of events and dead (seal.go)
+	sealer   *sealer      // seals appended records off the writer (sealer.go); nil when plain
 
 	w            writerState     // owned by the writer goroutine
 	group        []*request      // owned by the writer goroutine: the requests of the transaction being built
@@ -128,6 +129,7 @@ func Open(dir string, opt Options) (*Store, error) {
 		_ = lock.Unlock()
 		return nil, err
 	}
+	s.sealer = newSealer(s.codec)
 	go func() {
 		// A page fault in the map (the file shrank under us) becomes a
 		// panic that the writer's transaction guard turns into a *CorruptError.
@@ -276,6 +278,7 @@ func (s *Store) Close() error {
 		close(s.quit)
 		s.sendMu.Unlock()
 		<-s.stopped
+		s.sealer.stop()
 		s.dbmu.Lock() // waits for readers, including a background check (which sees quit)
 		s.storeFreelist()
 		err := s.db.Close()

@@ -48,9 +48,13 @@ type request struct {
 	// srcDelta is fixCounts' correction of each source's counters (Events and Bytes).
 	srcDelta map[string]format.Counts
 	n        int // result: events (append, replay) or batches (purge) affected
-	err      error
-	done     chan error  // sync requests: receives err
-	cb       func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
+	// filter picks the dead batches of a replay or purge without ids (nil or zero: all).
+	filter  *DeadFilter
+	batches int // result: dead batches replayed
+	events  int // result: events purged
+	err     error
+	done    chan error  // sync requests: receives err
+	cb      func(error) // appends (AppendAsync, AppendAwaited): called with err on the writer goroutine
 
 	awaited bool // append: its caller waits for cb (AppendAwaited) and will come back once answered
 
@@ -204,6 +208,9 @@ func (s *Store) commitGroup() {
 		fail(fmt.Errorf("store: begin write: %w", err))
 		return
 	}
+	// Every record handed to the sealer is sealed before the group's blocks go back to the
+	// pool (after this returns), whatever ends the group.
+	defer s.sealer.wait(&s.scratch)
 	defer s.guardGroup(tx)
 	s.noteHighWater(tx.Size())
 	b := newBuckets(tx)
@@ -223,6 +230,9 @@ func (s *Store) commitGroup() {
 			r.err = err
 			continue
 		}
+		if r.kind != opAppend {
+			s.sealer.wait(&s.scratch) // it may read a record appended earlier in the group
+		}
 		r.err = s.apply(b, r, &w)
 		if r.err != nil && !isLogical(r.err) {
 			_ = tx.Rollback()
@@ -236,6 +246,7 @@ func (s *Store) commitGroup() {
 			added += r.n
 		}
 	}
+	s.sealer.wait(&s.scratch) // the commit writes the records' bytes
 	newHead := s.sourceHeads(b, &w)
 	if err := s.putCounts(b, &w); err != nil {
 		_ = tx.Rollback()

@@ -94,16 +94,28 @@ func (c *Client) enqueueNormalized(ctx context.Context, source string, awaited b
 	if err := c.q.Fits(call.bytes); err != nil { // before waiting for pending room: it never comes
 		return fmt.Errorf("uploader: enqueue: %w", err)
 	}
+	leave, err := c.sources.enter(source) // a removed source is kept until this call is answered
+	if err != nil {
+		return err
+	}
 	if err := c.reserve(ctx, &call); err != nil {
+		if leave != nil {
+			leave()
+		}
 		return err
 	}
 	if len(events) == 0 {
 		c.answered(call, nil)
+		if leave != nil {
+			leave()
+		}
 		return nil
 	}
-	answer := call // captured by value: the callback is the call's only allocation
+	answer := call // captured by value: the callback is the call's only allocation (two for a named source)
 	cb := func(err error) { c.answered(answer, err) }
-	var err error
+	if leave != nil {
+		cb = func(err error) { c.answered(answer, err); leave() }
+	}
 	if awaited {
 		err = c.q.EnqueueAwaitedIn(ctx, source, cb, events...)
 	} else {
@@ -111,6 +123,9 @@ func (c *Client) enqueueNormalized(ctx context.Context, source string, awaited b
 	}
 	if err == nil {
 		return nil
+	}
+	if leave != nil {
+		leave()
 	}
 	c.unreserve(&call)
 	if errors.Is(err, errs.ErrClosed) {

@@ -123,18 +123,18 @@ func (w *worker) route(t *tried) next {
 			w.log.Info("batch too large for the destination; splitting", "events", n, "code", resultCode(t.o))
 			return next{kind: nextSplit}
 		}
-		return w.dead(t, fmt.Sprintf("too large: %s", describe(t.o)))
+		return w.dead(t, queue.DeadTooLarge, fmt.Sprintf("too large: %s", describe(t.o)))
 	case delivery.ClassAuthRefused:
 		if w.settings().onAuth != OnAuthFailureDeadLetter {
 			return w.refused(t)
 		}
-		return w.dead(t, fmt.Sprintf("rejected: %s", describe(t.o)))
+		return w.dead(t, queue.DeadRejected, fmt.Sprintf("rejected: %s", describe(t.o)))
 	default: // rejected
 		if split && n > 1 && t.o.Splittable {
 			w.log.Info("batch rejected; splitting to isolate bad events", "events", n, "code", resultCode(t.o))
 			return next{kind: nextSplit}
 		}
-		return w.dead(t, fmt.Sprintf("rejected: %s", describe(t.o)))
+		return w.dead(t, queue.DeadRejected, fmt.Sprintf("rejected: %s", describe(t.o)))
 	}
 }
 
@@ -142,7 +142,7 @@ func (w *worker) route(t *tried) next {
 // the budget is spent.
 func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent error) next {
 	if spent != nil {
-		return w.dead(t, fmt.Sprintf("%v (last: %s)", spent, describe(t.o)))
+		return w.dead(t, queue.DeadBudgetSpent, fmt.Sprintf("%v (last: %s)", spent, describe(t.o)))
 	}
 	if err := t.b.Retry(w.storeCtx(), t.bud.State()); err != nil {
 		w.log.Warn("save retry state", "error", err)
@@ -175,11 +175,14 @@ func (w *worker) retryOrDead(t *tried, path string, wait time.Duration, spent er
 	return next{kind: nextWait, path: path, wait: wait, err: asError(t.o)}
 }
 
-// dead moves a batch to the dead letters with its reason.
-func (w *worker) dead(t *tried, reason string) next {
+// dead moves a batch to the dead letters with its reason (one of queue.DeadReasons) and why,
+// in a sentence (the reason OnDeadLetter is given).
+func (w *worker) dead(t *tried, reason, why string) next {
 	info := t.info
 	d := queue.DeadInfo{
 		Reason:       reason,
+		Detail:       why,
+		Code:         info.Code,
 		ErrorClass:   info.Error,
 		Status:       info.Status,
 		Attempts:     info.Attempts,
@@ -195,9 +198,9 @@ func (w *worker) dead(t *tried, reason string) next {
 		c.EventsDead += int64(info.Events)
 		c.BatchesDead++
 	})
-	w.log.Info("batch dead-lettered", "events", info.Events, "attempts", info.Attempts, "status", info.Status, "reason", reason)
+	w.log.Info("batch dead-lettered", "events", info.Events, "attempts", info.Attempts, "status", info.Status, "reason", reason, "why", why)
 	if w.hooks.OnDeadLetter != nil {
-		w.hooks.OnDeadLetter(info, reason)
+		w.hooks.OnDeadLetter(info, why)
 	}
 	return next{kind: nextDone}
 }

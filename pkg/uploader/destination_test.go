@@ -50,11 +50,11 @@ func (d *scripted) Close() error {
 
 func TestWithDestination_RoutesOutcomesOntoTheBudgetsAndDeadLetters(t *testing.T) {
 	tests := []struct {
-		name       string
-		script     []delivery.Outcome
-		wantDead   int    // events dead-lettered
-		wantReason string // in the dead letter's reason
-		wantRetry  []int  // Batch.Retry of each Send
+		name      string
+		script    []delivery.Outcome
+		wantDead  int    // events dead-lettered
+		wantCode  string // the dead letter's code, named in its detail
+		wantRetry []int  // Batch.Retry of each Send
 	}{
 		{name: "a retryable failure with a code is retried with the count, then delivered",
 			script:    []delivery.Outcome{{Class: delivery.ClassRetryable, Code: "NOT_LEADER_FOR_PARTITION"}},
@@ -68,7 +68,7 @@ func TestWithDestination_RoutesOutcomesOntoTheBudgetsAndDeadLetters(t *testing.T
 		{name: "a rejection without a status dead-letters the batch with the destination's error",
 			script: []delivery.Outcome{{Class: delivery.ClassRejected, Code: "TOPIC_AUTHORIZATION_FAILED",
 				Err: errors.New("TOPIC_AUTHORIZATION_FAILED: not authorized"), Detail: []byte("TOPIC_AUTHORIZATION_FAILED")}},
-			wantDead: 4, wantReason: "TOPIC_AUTHORIZATION_FAILED", wantRetry: []int{0}},
+			wantDead: 4, wantCode: "TOPIC_AUTHORIZATION_FAILED", wantRetry: []int{0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,8 +92,9 @@ func TestWithDestination_RoutesOutcomesOntoTheBudgetsAndDeadLetters(t *testing.T
 			}
 			if tt.wantDead > 0 {
 				list, err := c.DeadLetters().List()
-				if err != nil || len(list) != 1 || !strings.Contains(list[0].Info.Reason, tt.wantReason) {
-					t.Fatalf("dead letters = %+v, %v; want one whose reason names %q", list, err, tt.wantReason)
+				if err != nil || len(list) != 1 || list[0].Info.Reason != uploader.DeadRejected ||
+					list[0].Info.Code != tt.wantCode || !strings.Contains(list[0].Info.Detail, tt.wantCode) {
+					t.Fatalf("dead letters = %+v, %v; want one rejected with code %q, its detail naming it", list, err, tt.wantCode)
 				}
 			}
 			if err := c.Close(waitCtx(t)); err != nil {

@@ -122,6 +122,12 @@
 // finish the attempt they are in and wait for their place before the next. A Reconfigure that changes upload.write_key
 // or upload.headers ends the wait of a pause on refused credentials: the head is probed at once.
 //
+// Reconfigure also replaces the named sources (sources.<name>.*, sources_reload.go): a new one
+// is routed at once, a changed one's next attempts read its new route, and a removed one is
+// kept, with its last route, while its FIFO holds events or an enqueue into it begun before
+// the removal is on its way (Stats shows it Removed); then it is forgotten. The route each
+// attempt asks for is read under the registry's lock, so an attempt never mixes two routes.
+//
 // Every wait (interval, retry, pause) is one budget.Sleep on the injected clock, which Close cuts
 // short. Logs: one info line per batch outcome, one warn line per retry (path, attempt, wait,
 // status or error_class); the write key is never logged.

@@ -44,7 +44,8 @@ type Hooks struct {
 	// acked before.
 	OnDelivered func(BatchInfo)
 	// OnDeadLetter runs on the worker goroutine when a batch was moved to the dead letters;
-	// reason says why.
+	// reason says why in a sentence (the dead letter's DeadInfo.Detail; its DeadInfo.Reason is
+	// one of DeadReasons).
 	OnDeadLetter func(b BatchInfo, reason string)
 	// OnAttempt runs on the worker goroutine after every attempt that reached the HTTP client.
 	OnAttempt func(AttemptInfo)

@@ -148,8 +148,17 @@ func heldQueued(q *queue.Queue, held []string) bool {
 // of a refusal: sources.<name>.upload_write_key (or .headers when only they can), or for a
 // relay source the write key its apps send (it uploads with that key).
 func (s *sources) credentialKey(name string) string {
-	if _, ok := s.cfg.Named[name]; ok {
-		c := s.cfg.source(name)
+	s.mu.RLock()
+	cs, ok := s.named[name]
+	if !ok {
+		cs, ok = s.draining[name]
+	}
+	var c SourceConfig
+	if ok {
+		c = cs.cfg
+	}
+	s.mu.RUnlock()
+	if ok {
 		if c.UploadWriteKey == "" && len(c.Headers) > 0 {
 			return "sources." + name + ".headers"
 		}

@@ -48,8 +48,8 @@ func enqueueIn(t *testing.T, s *uploader.Source, first, n int) {
 	}
 }
 
-// sourceRow is the Stats row of source name.
-func sourceRow(t *testing.T, c *uploader.Client, name string) uploader.SourceStats {
+// rowOf is the Stats row of source name.
+func rowOf(t *testing.T, c *uploader.Client, name string) uploader.SourceStats {
 	t.Helper()
 	for _, r := range c.Stats().Sources {
 		if r.Name == name {
@@ -66,7 +66,7 @@ func waitRow(t *testing.T, c *uploader.Client, name string, cond func(uploader.S
 	t.Helper()
 	ctx := waitCtx(t)
 	for {
-		r := sourceRow(t, c, name)
+		r := rowOf(t, c, name)
 		if cond(r) {
 			return r
 		}
@@ -126,7 +126,7 @@ func TestClient_Sources_ARetryAfterHoldsOnlyItsSource(t *testing.T) {
 			if n := requestsWithKey(t, col, "wk-a"); n != 1 {
 				t.Errorf("%d requests with a's key during its hold, want the one answered 429", n)
 			}
-			ra := sourceRow(t, c, "a")
+			ra := rowOf(t, c, "a")
 			if !ra.Paused || ra.PausedReason != uploader.PausedRetryAfter || !ra.PausedUntil.Equal(budgettest.Epoch.Add(30*time.Second)) || ra.InFlight == 0 {
 				t.Errorf("a's row %+v; want paused for its Retry-After until +30 s, its batch in flight", ra)
 			}
@@ -169,7 +169,7 @@ func TestClient_Sources_RefusedCredentialsPauseOnlyTheirSource(t *testing.T) {
 			if err := c.Flush(ctx); !errors.As(err, &paused) || !strings.Contains(paused.Message, "source a") {
 				t.Fatalf("Flush with only a's events left = %v; want an *AuthPausedError naming source a", err)
 			}
-			ra, rb := sourceRow(t, c, "a"), sourceRow(t, c, "b")
+			ra, rb := rowOf(t, c, "a"), rowOf(t, c, "b")
 			if !ra.Paused || ra.PausedReason != uploader.PausedAuthRefused || ra.AuthCode != "401" ||
 				ra.AuthKey != "sources.a.upload_write_key" || ra.Events != 6 {
 				t.Errorf("a's row %+v; want paused on a 401 naming sources.a.upload_write_key, its 6 events queued", ra)
@@ -203,10 +203,10 @@ func TestClient_Sources_AnOutageOfOneEndpointLeavesTheOtherSourceAlone(t *testin
 				t.Fatalf("b's events during a's outage: %v", err)
 			}
 			waitRow(t, c, "b", delivered)
-			if ra := sourceRow(t, c, "a"); !ra.Paused || ra.PausedReason != uploader.PausedBreakerOpen || ra.Events != 6 {
+			if ra := rowOf(t, c, "a"); !ra.Paused || ra.PausedReason != uploader.PausedBreakerOpen || ra.Events != 6 {
 				t.Errorf("a's row %+v; want its breaker open, its 6 events queued", ra)
 			}
-			if rb := sourceRow(t, c, "b"); rb.Paused || rb.Events != 0 {
+			if rb := rowOf(t, c, "b"); rb.Paused || rb.Events != 0 {
 				t.Errorf("b's row %+v; want delivered, not paused", rb)
 			}
 			if n := len(down.Requests()); n > 2 {

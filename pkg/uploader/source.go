@@ -19,6 +19,9 @@ type SourceStats struct {
 	OldestAge   time.Duration // age of its oldest queued event; 0 when none
 	LastSuccess time.Time     // when a batch of it was last delivered since Open; zero when none
 	Relay       bool          // a relay source (made for an ingest write key; its name is not the key)
+	// Removed is set on a source a reconfiguration removed that still holds events: it takes
+	// no new ones and drains these with its last settings, then leaves Stats.
+	Removed bool
 	// Paused says that delivery of this source is held, and PausedReason why, while the other
 	// sources go on: PausedRetryAfter (the collector asked its write key to wait until
 	// PausedUntil), PausedAuthRefused (the destination refuses its credentials: AuthCode is the
@@ -38,11 +41,15 @@ type SourceStats struct {
 // other source the queue holds events of, by name.
 func (c *Client) sourceStats(now time.Time) []SourceStats {
 	s := c.sources
+	s.sweep()
 	rows := map[string]*SourceStats{DefaultSource: {Name: DefaultSource}}
-	for name := range s.cfg.Named {
+	s.mu.RLock()
+	for name := range s.named {
 		rows[name] = &SourceStats{Name: name}
 	}
-	s.mu.RLock()
+	for name := range s.draining {
+		rows[name] = &SourceStats{Name: name, Removed: true}
+	}
 	for name := range s.relay {
 		rows[name] = &SourceStats{Name: name, Relay: true}
 	}
@@ -54,6 +61,9 @@ func (c *Client) sourceStats(now time.Time) []SourceStats {
 	s.mu.RUnlock()
 	for _, qs := range c.q.Sources() {
 		r := rows[qs.Name]
+		if r == nil && qs.Events == 0 {
+			continue // a source forgotten since, which the store still lists
+		}
 		if r == nil {
 			r = &SourceStats{Name: qs.Name}
 			rows[qs.Name] = r
@@ -83,6 +93,8 @@ type Source struct {
 
 // Source returns the handle of the source name: DefaultSource, a configured source
 // (sources.<name>) or a relay source; an error names the sources to choose from otherwise.
+// A handle of a source that a reconfiguration removes goes on enqueueing into it while it
+// drains, and its enqueues fail with ErrSourceRemoved once it has drained.
 func (c *Client) Source(name string) (*Source, error) {
 	if !c.sources.known(name) {
 		return nil, fmt.Errorf("uploader: no source named %q; configure it under sources.%s", name, name)

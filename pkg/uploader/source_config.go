@@ -40,6 +40,10 @@ type SourceConfig struct {
 	// MaxBytes is the source's own share of queue.max_bytes: past it only this source's events
 	// are refused (errs.ErrSourceFull). 0 → no share of its own.
 	MaxBytes int64
+	// Topic is the Kafka topic of the source's events when they go to Kafka (pkg/kafka's
+	// Config.Topics, filled from it where the destination is built); "" → upload.kafka.topic.
+	// The uploader itself does not read it: the Kafka destination routes each batch by source.
+	Topic string
 }
 
 // SourcesConfig is the sources.* section. Its zero value is one source, DefaultSource.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/httpdest"
@@ -28,30 +29,49 @@ type relayRecord struct {
 	Endpoint string `json:"endpoint,omitempty"`
 }
 
-// sources is the client's view of its sources: the configured ones, and the relay ones read
-// from the registry at open and added by RelaySource. Its route answers the HTTP destination
-// for every attempt.
+// sources is the client's view of its sources: the configured ones (replaced by
+// Client.Reconfigure), the ones a reconfiguration removed while they still held events (they
+// drain with their last settings, then are forgotten: sources_reload.go), and the relay ones
+// read from the registry at open and added by RelaySource. Its route answers the HTTP
+// destination for every attempt.
 type sources struct {
-	cfg SourcesConfig
+	cfg SourcesConfig // Relay, RelayEndpoint and Max as Open set them; Named is read at Open only
 
-	mu      sync.RWMutex // guards the fields below
-	relay   map[string]relayRecord
-	byKey   map[string]string    // relay write key → source name
-	lastOK  map[string]time.Time // when a batch of each source was last delivered
-	save    func(ctx context.Context, name string, rec []byte) error
-	records func() (map[string][]byte, error)
+	mu       sync.RWMutex // guards the fields below
+	named    map[string]*configuredSource
+	draining map[string]*configuredSource // removed by a reconfiguration, events still queued
+	relay    map[string]relayRecord
+	byKey    map[string]string    // relay write key → source name
+	lastOK   map[string]time.Time // when a batch of each source was last delivered
+	save     func(ctx context.Context, name string, rec []byte) error
+	records  func() (map[string][]byte, error)
+	queued   func() []queue.SourceStats
+}
+
+// configuredSource is a configured source (sources.<name>) as the client runs it.
+type configuredSource struct {
+	cfg SourceConfig // replaced under sources.mu
+	// entering counts the enqueues into the source between their check (sources.enter) and
+	// their commit's answer: a removed source is forgotten only when none is left and its FIFO
+	// is empty, so no accepted event lands in a source without settings.
+	entering atomic.Int64
 }
 
 func newSources(cfg SourcesConfig) *sources {
 	if cfg.Max == 0 {
 		cfg.Max = DefaultMaxSources
 	}
-	return &sources{cfg: cfg, relay: map[string]relayRecord{}, byKey: map[string]string{}, lastOK: map[string]time.Time{}}
+	s := &sources{cfg: cfg, named: map[string]*configuredSource{}, draining: map[string]*configuredSource{},
+		relay: map[string]relayRecord{}, byKey: map[string]string{}, lastOK: map[string]time.Time{}}
+	for name := range cfg.Named {
+		s.named[name] = &configuredSource{cfg: cloneSource(cfg.source(name))}
+	}
+	return s
 }
 
 // load reads the relay sources of the registry of q.
 func (s *sources) load(q *queue.Queue) error {
-	s.save, s.records = q.SaveSourceRecord, q.SourceRecords
+	s.save, s.records, s.queued = q.SaveSourceRecord, q.SourceRecords, q.Sources
 	recs, err := q.SourceRecords()
 	if err != nil {
 		return fmt.Errorf("read the source registry: %w", err)
@@ -69,41 +89,46 @@ func (s *sources) load(q *queue.Queue) error {
 	return nil
 }
 
-// route is the HTTP destination's RoutesFunc.
+// route is the HTTP destination's RoutesFunc: a configured source's settings, a removed one's
+// last settings while it drains, a relay source's key.
 func (s *sources) route(name string) (httpdest.Route, bool) {
-	if _, ok := s.cfg.Named[name]; ok {
-		c := s.cfg.source(name)
-		return httpdest.Route{Endpoint: c.Endpoint, WriteKey: c.UploadWriteKey, Headers: c.Headers}, true
-	}
 	s.mu.RLock()
+	defer s.mu.RUnlock()
+	cs, ok := s.named[name]
+	if !ok {
+		cs, ok = s.draining[name]
+	}
+	if ok {
+		return httpdest.Route{Endpoint: cs.cfg.Endpoint, WriteKey: cs.cfg.UploadWriteKey, Headers: cs.cfg.Headers}, true
+	}
 	r, ok := s.relay[name]
-	s.mu.RUnlock()
 	if !ok {
 		return httpdest.Route{}, false
 	}
 	return httpdest.Route{Endpoint: r.Endpoint, WriteKey: r.WriteKey}, true
 }
 
-// count is how many sources there are: the default one, the named ones, the relay ones.
+// count is how many sources there are: the default one, the named ones, the relay ones (a
+// removed source that drains is not counted: it takes no new ingest key). The caller holds mu.
 func (s *sources) count() int {
-	n := len(s.cfg.Named) + len(s.relay)
-	if _, ok := s.cfg.Named[DefaultSource]; !ok {
+	n := len(s.named) + len(s.relay)
+	if _, ok := s.named[DefaultSource]; !ok {
 		n++
 	}
 	return n
 }
 
-// known reports whether name is a source of this client.
+// known reports whether name is a source of this client (a removed one is not).
 func (s *sources) known(name string) bool {
 	if name == DefaultSource {
 		return true
 	}
-	if _, ok := s.cfg.Named[name]; ok {
-		return true
-	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	_, ok := s.relay[name]
+	_, ok := s.named[name]
+	if !ok {
+		_, ok = s.relay[name]
+	}
 	return ok
 }
 
@@ -159,6 +184,9 @@ func (c *Client) RelaySource(ctx context.Context, writeKey string) (string, erro
 // delivered records that a batch of source was delivered at t.
 func (s *sources) delivered(source string, t time.Time) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.lastOK[source] = t
-	s.mu.Unlock()
+	if s.draining[source] != nil {
+		s.sweepLocked() // a removed source is forgotten once its last batch is delivered
+	}
 }

@@ -102,9 +102,12 @@ func salvage(data []byte, codec format.Codec) salvaged {
 				switch {
 				case bytes.Equal(k, format.MetaRetry):
 					s.retry = rec.v
-				case bytes.HasPrefix(k, []byte(format.RetryPrefix)), bytes.HasPrefix(k, []byte("r.")), bytes.HasPrefix(k, []byte("s/")):
-					// A retry state (of the default source, or "r.<name>/" of another) or a
-					// source registry entry ("s/<name>").
+				case bytes.HasPrefix(k, []byte(format.RetryPrefix)), bytes.HasPrefix(k, []byte("r.")), bytes.HasPrefix(k, []byte("s/")),
+					bytes.HasPrefix(k, []byte("p.")):
+					// A retry state (of the default source, or "r.<name>/" of another), a
+					// source registry entry ("s/<name>") or a replay run ("p.<name>/": events
+					// keep their keys, so a batch of them dying after the recovery still counts
+					// its replays).
 					s.retries = append(s.retries, rec)
 				case bytes.Equal(k, format.MetaCounts):
 					if c, err := format.ReadCounts(oneValue(val)); err == nil {

@@ -12,14 +12,14 @@ import (
 //
 //	[0]       sealedVersion
 //	[1:5]     id of the key that sealed it (keyring.ID)
-//	[5:17]    nonce (12 random bytes)
+//	[5:17]    nonce (12 bytes: one of a run from a random start, see Nonces)
 //	[17:]     AES-256-GCM ciphertext of the payload, then its 16-byte tag
 //
 // The additional data is the record's first 5 bytes, the bucket's name and the record's key:
 // a record copied under another key or into another bucket fails its tag, as a record damaged
 // on disk does, and is read as damaged (errs.ErrChecksum). A failed tag is the sealed record's
-// checksum failure. Nonces are random: a key should seal well under 2^32 records (a few
-// billion events) before it is rotated (keygen, put the new key first, restart).
+// checksum failure. Nonces are random (see Nonces): a key should seal well under 2^32 records
+// (a few billion events) before it is rotated (keygen, put the new key first, restart).
 //
 // Meta records (counters, retry states, the seal set) hold no event data and stay plain
 // records.
@@ -90,19 +90,54 @@ func SealedBy(rec []byte) (keyring.ID, bool) {
 	return id, true
 }
 
+// Nonces hands out the nonces of the records one caller seals: consecutive 96-bit values
+// (big-endian, wrapping) from a start drawn from crypto/rand, drawn again every nonceRun
+// records. Two records share a nonce only if two runs' ranges overlap, which is less likely
+// than two of as many nonces drawn one by one colliding (a run of L values is one draw instead
+// of L); nothing is kept across restarts, so a restart cannot repeat a sequence. It saves the
+// crypto/rand call per record (about as costly as sealing a small event's first blocks). The
+// zero value is ready; a Nonces is used by one goroutine.
+type Nonces struct {
+	next [nonceSize]byte
+	left int
+}
+
+// nonceRun is how many records one random start serves at most.
+const nonceRun = 1 << 16
+
+// put writes the next nonce into dst (nonceSize bytes).
+func (n *Nonces) put(dst []byte) {
+	if n.left == 0 {
+		_, _ = rand.Read(n.next[:]) // never fails (crypto/rand crashes the program instead)
+		n.left = nonceRun
+	}
+	copy(dst, n.next[:])
+	for i := nonceSize - 1; i >= 0; i-- {
+		n.next[i]++
+		if n.next[i] != 0 {
+			break
+		}
+	}
+	n.left--
+}
+
 // AppendUnsealed appends to dst the record of payload as c writes it, but not yet sealed: a
-// sealed record's nonce (random) and its payload in the clear, with room for the tag. Seal
-// finishes it once its key is known. For a plain codec the record is complete. It lets the
-// copy of each event be made before the record's key is chosen (the store's writer chooses it).
-func (c Codec) AppendUnsealed(dst, payload []byte) []byte {
+// sealed record's nonce (the next of nonces; nil draws a fresh random one) and its payload in
+// the clear, with room for the tag. Seal finishes it once its key is known. For a plain codec
+// the record is complete. It lets the copy of each event be made before the record's key is
+// chosen (the store's writer chooses it).
+func (c Codec) AppendUnsealed(dst, payload []byte, nonces *Nonces) []byte {
 	if !c.on {
 		return AppendRecord(dst, payload)
+	}
+	if nonces == nil {
+		nonces = new(Nonces)
 	}
 	dst = append(dst, sealedVersion)
 	dst = append(dst, c.seal.ID[:]...)
 	n := len(dst)
 	dst = append(dst, make([]byte, nonceSize)...)
-	_, _ = rand.Read(dst[n:]) // never fails (crypto/rand crashes the program instead)
+	nonces.put(dst[n:])
 	dst = append(dst, payload...)
 	return append(dst, make([]byte, tagSize)...)
 }
@@ -121,7 +156,8 @@ func (c Codec) Seal(rec, bucket, key []byte, s *Scratch) {
 // Append appends the finished record of payload, stored under key in bucket.
 func (c Codec) Append(dst, bucket, key, payload []byte, s *Scratch) []byte {
 	n := len(dst)
-	dst = c.AppendUnsealed(dst, payload)
+	var nonces Nonces
+	dst = c.AppendUnsealed(dst, payload, &nonces)
 	c.Seal(dst[n:], bucket, key, s)
 	return dst
 }

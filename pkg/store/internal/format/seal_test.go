@@ -116,8 +116,62 @@ func FuzzOpenSealed(f *testing.F) {
 	})
 }
 
+// TestNoncesAreConsecutiveFromARandomStart checks the nonce sequence AppendUnsealed uses: each
+// nonce is the previous one plus one (carrying across bytes, wrapping at 2^96), and a new random
+// start is drawn once a run is used up and for every new Nonces.
+func TestNoncesAreConsecutiveFromARandomStart(t *testing.T) {
+	var a, b Nonces
+	var first, second, other [nonceSize]byte
+	a.put(first[:])
+	a.put(second[:])
+	b.put(other[:])
+	if first == other {
+		t.Fatal("two Nonces started at the same value")
+	}
+	if want := plusOne(first); second != want {
+		t.Fatalf("second nonce %x, want %x", second, want)
+	}
+	for _, tc := range []struct {
+		name       string
+		next, want [nonceSize]byte
+	}{
+		{"carry", [nonceSize]byte{10: 1, 11: 0xff}, [nonceSize]byte{10: 2, 11: 0}},
+		{"wrap", [nonceSize]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, [nonceSize]byte{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := Nonces{next: tc.next, left: 2}
+			var got [nonceSize]byte
+			n.put(got[:])
+			n.put(got[:])
+			if got != tc.want {
+				t.Fatalf("got %x, want %x", got, tc.want)
+			}
+		})
+	}
+	t.Run("new start after a run", func(t *testing.T) {
+		n := Nonces{left: 1}
+		var last, next [nonceSize]byte
+		n.put(last[:])
+		n.put(next[:])
+		if next == plusOne(last) || n.left != nonceRun-1 {
+			t.Fatalf("no new start after the run: %x then %x (left %d)", last, next, n.left)
+		}
+	})
+}
+
+func plusOne(v [nonceSize]byte) [nonceSize]byte {
+	for i := nonceSize - 1; i >= 0; i-- {
+		v[i]++
+		if v[i] != 0 {
+			break
+		}
+	}
+	return v
+}
+
 // BenchmarkCodec is the cost of one 545-byte event's record, written (AppendUnsealed on the
-// caller's goroutine, then Seal on the writer's) and read (Open into a block), plain and sealed.
+// caller's goroutine, then Seal once the writer has put it, on the store's sealer) and read
+// (Open into a block), plain and sealed.
 func BenchmarkCodec(b *testing.B) {
 	payload := bytes.Repeat([]byte("x"), 545)
 	for _, tc := range []struct {
@@ -126,11 +180,12 @@ func BenchmarkCodec(b *testing.B) {
 	}{{"plain", NewCodec(nil)}, {"sealed", testCodec(b, 1)}} {
 		b.Run(tc.name+"/write", func(b *testing.B) {
 			var s Scratch
+			var nonces Nonces
 			buf := make([]byte, 0, 1024)
 			b.SetBytes(int64(len(payload)))
 			b.ReportAllocs()
 			for b.Loop() {
-				rec := tc.codec.AppendUnsealed(buf[:0], payload)
+				rec := tc.codec.AppendUnsealed(buf[:0], payload, &nonces)
 				tc.codec.Seal(rec, BucketEvents, key1, &s)
 			}
 		})
