@@ -32,8 +32,7 @@ const (
 	answerSlowed                     // a success with back-pressure (a throttled Kafka produce)
 	answerFailed                     // a retryable failure that says nothing of load (a 503, a reset)
 	answerBackPressure               // a failure with back-pressure (a 429 without Retry-After, a timeout)
-	answerRetryAfter                 // a usable Retry-After (the hold pauses every attempt)
-	answerNeutral                    // rejected, too large, refused, aborted: nothing about capacity
+	answerNeutral                    // a Retry-After, rejected, too large, refused, aborted: nothing about capacity
 )
 
 // answerOf is what an outcome tells a Limit.
@@ -44,8 +43,6 @@ func answerOf(o delivery.Outcome) answer {
 			return answerSlowed
 		}
 		return answerGood
-	case delivery.ClassRateLimited:
-		return answerRetryAfter
 	case delivery.ClassRetryable:
 		if o.BackPressure {
 			return answerBackPressure
@@ -72,9 +69,9 @@ func (fixedLimit) Observe(sample) {}
 // back-pressure: a failure or a success the destination marked so, a smoothed round trip
 // more than twice its baseline and at least aimdMinInflation above it, or a window of
 // attempts most of which failed; once per round of attempts: an answer to an attempt begun
-// before the last cut says the same thing again (TCP's recovery point). A Retry-After halves it at most once per
-// aimdRetryAfterGap and keeps the threshold, so slow start regains the limit once the hold
-// has passed. Isolated failures among successes (one sick backend behind a load balancer)
+// before the last cut says the same thing again (TCP's recovery point). A Retry-After says
+// nothing to it: it describes a write key, and its source's hold waits it out, while the limit
+// describes the endpoint that every source on it shares. Isolated failures among successes (one sick backend behind a load balancer)
 // neither grow nor shrink it; an outage is the breaker's.
 type aimdLimit struct {
 	ceil           int
@@ -83,17 +80,15 @@ type aimdLimit struct {
 	base           time.Duration // baseline round trip: the smallest good one, drifting up slowly
 	srtt           time.Duration // smoothed round trip of the good answers
 	cutAt          uint64        // the latest attempt begun when it last shrank
-	lastRetryAfter time.Time
-	winOK, winFail int // answers in the current window
+	winOK, winFail int           // answers in the current window
 }
 
 // Tuning of aimdLimit.
 const (
-	aimdMinWindow     = 8                     // attempts in the smallest failure window
-	aimdMinInflation  = 50 * time.Millisecond // a round trip inflated by less is the host's own load
-	aimdBaseDrift     = 64                    // the baseline moves 1/64 of the way up per answer
-	aimdSmoothing     = 4                     // the smoothed round trip moves 1/4 of the way per answer
-	aimdRetryAfterGap = time.Second           // Retry-After answers halve the limit at most once per gap
+	aimdMinWindow    = 8                     // attempts in the smallest failure window
+	aimdMinInflation = 50 * time.Millisecond // a round trip inflated by less is the host's own load
+	aimdBaseDrift    = 64                    // the baseline moves 1/64 of the way up per answer
+	aimdSmoothing    = 4                     // the smoothed round trip moves 1/4 of the way per answer
 )
 
 // newAIMDLimit returns an adaptive limit between 1 and ceil (at least 1).
@@ -132,13 +127,6 @@ func (l *aimdLimit) Observe(s sample) {
 	case answerSlowed:
 		l.winOK++
 		l.cut(s)
-	case answerRetryAfter:
-		if l.lastRetryAfter.IsZero() || s.now.Sub(l.lastRetryAfter) >= aimdRetryAfterGap {
-			l.ssthresh = max(l.ssthresh, l.limit)
-			l.limit = max(l.limit/2, 1)
-			l.lastRetryAfter, l.cutAt = s.now, s.latest
-		}
-		return
 	case answerFailed:
 		l.winFail++
 	case answerBackPressure:

@@ -7,7 +7,7 @@ import (
 
 func TestLimit_FixedIsAConstant(t *testing.T) {
 	l := fixedLimit(4)
-	for _, a := range []answer{answerGood, answerBackPressure, answerRetryAfter, answerSlowed, answerFailed} {
+	for _, a := range []answer{answerGood, answerBackPressure, answerSlowed, answerFailed} {
 		l.Observe(sample{answer: a, rtt: time.Second, inflight: 4})
 		if l.Limit() != 4 {
 			t.Fatalf("a fixed limit moved to %d", l.Limit())
@@ -47,9 +47,7 @@ func TestLimit_AIMD(t *testing.T) {
 		{"a window in which most attempts failed halves it", 8,
 			[]sample{{answer: answerFailed}, {answer: answerFailed}, {answer: answerFailed}, {answer: answerFailed},
 				{answer: answerFailed}, {answer: answerGood, rtt: rtt, inflight: 2}, {answer: answerFailed}, {answer: answerFailed}}, 4},
-		{"Retry-After answers halve it once per gap", 16,
-			[]sample{{answer: answerRetryAfter}, {answer: answerRetryAfter}, {answer: answerRetryAfter}}, 8},
-		{"rejections and aborts say nothing", 16,
+		{"Retry-After answers, rejections and aborts say nothing", 16,
 			[]sample{{answer: answerNeutral}, {answer: answerNeutral}}, 16},
 	}
 	for _, tt := range tests {
@@ -72,7 +70,7 @@ func TestLimit_AIMD(t *testing.T) {
 	}
 }
 
-func TestLimit_AIMD_InflatedRoundTripHalvesIt_SlowStartRegainsAfterRetryAfter(t *testing.T) {
+func TestLimit_AIMD_InflatedRoundTripHalvesIt(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	l := newAIMDLimit(32)
 	l.limit = 16
@@ -88,16 +86,4 @@ func TestLimit_AIMD_InflatedRoundTripHalvesIt_SlowStartRegainsAfterRetryAfter(t 
 		t.Fatalf("limit %d after the round trip inflated 20-fold, want it halved", l.Limit())
 	}
 
-	r := newAIMDLimit(32)
-	r.limit = 16
-	r.Observe(sample{answer: answerRetryAfter, now: t0})
-	if r.Limit() != 8 || r.ssthresh < 16 {
-		t.Fatalf("after a Retry-After: limit %d, threshold %v; want 8 and a threshold kept at 16", r.Limit(), r.ssthresh)
-	}
-	for i := range 8 {
-		r.Observe(sample{answer: answerGood, rtt: time.Millisecond, inflight: 32, now: t0.Add(2*time.Second + time.Duration(i)*time.Millisecond)})
-	}
-	if r.Limit() != 16 {
-		t.Fatalf("limit %d after 8 good answers, want slow start back to 16", r.Limit())
-	}
 }
