@@ -11,6 +11,7 @@ import (
 
 	"github.com/outboxhq/outbox/internal/redact"
 	"github.com/outboxhq/outbox/pkg/event"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -31,7 +32,7 @@ func execute(ctx context.Context, in *input, timeout time.Duration, log *slog.Lo
 	}()
 
 	t := &tally{}
-	c, err := uploader.Open(uploaderConfig(in, dir), uploader.WithLogger(log), uploader.WithHooks(t.hooks()))
+	c, err := segment.Open(uploaderConfig(in, dir), uploader.WithLogger(log), uploader.WithHooks(t.hooks()))
 	if err != nil {
 		return result{Error: fmt.Sprintf("open the uploader: %v", err)}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -39,7 +40,7 @@ func openClientWith(dir, endpoint string, edit func(*uploader.Config), opts ...u
 	if edit != nil {
 		edit(&cfg)
 	}
-	c, err := uploader.Open(cfg, opts...)
+	c, err := segment.Open(cfg, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open client: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/outboxhq/outbox/pkg/config"
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 	"github.com/spf13/cobra"
@@ -118,7 +119,7 @@ func (o *runOptions) run(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return &usageError{err: err}
 	}
-	client, err := uploader.Open(ucfg, append([]uploader.Option{uploader.WithLogger(log), uploader.WithHooks(hooks)}, destOpts...)...)
+	client, err := segment.Open(ucfg, append([]uploader.Option{uploader.WithLogger(log), uploader.WithHooks(hooks)}, destOpts...)...)
 	if err != nil {
 		if errors.Is(err, errs.ErrInvalidConfig) {
 			return usageErrorf("configuration: %w", err)

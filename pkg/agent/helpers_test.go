@@ -14,6 +14,7 @@ import (
 
 	"github.com/outboxhq/outbox/pkg/agent"
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 	"github.com/outboxhq/outbox/pkg/uploader"
@@ -62,7 +63,7 @@ func start(t testing.TB, s setup) *harness {
 	if err != nil {
 		t.Fatalf("NewMetrics: %v", err)
 	}
-	client, err := uploader.Open(ucfg, append([]uploader.Option{uploader.WithHooks(m.Hooks())}, s.opts...)...)
+	client, err := segment.Open(ucfg, append([]uploader.Option{uploader.WithHooks(m.Hooks())}, s.opts...)...)
 	if err != nil {
 		t.Fatalf("uploader.Open: %v", err)
 	}

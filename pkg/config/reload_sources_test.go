@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/agent"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 	"github.com/outboxhq/outbox/pkg/uploader"
@@ -81,7 +82,7 @@ func newReloadRig(t *testing.T, sources string) *reloadRig {
 		t.Fatalf("Load: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(r.logs, nil))
-	r.client, err = uploader.Open(lc.Config.UploaderConfig(), uploader.WithLogger(log))
+	r.client, err = segment.Open(lc.Config.UploaderConfig(), uploader.WithLogger(log))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -20,9 +20,10 @@ import "context"
 //	                  stays queued and the head batch is probed about once a minute
 //	                  (upload.on_auth_failure: dead_letter takes the rejected way instead)
 //
-// The HTTP destination (pkg/httpdest), to a Segment-compatible collector, is the uploader's
-// default. Others live in their own packages (pkg/kafka) and are passed to uploader.Open with
-// uploader.WithDestination, so an application that does not use them does not link them.
+// The HTTP destination (pkg/httpdest), to a Segment-compatible collector, is the default one:
+// segment.Open (pkg/segment) builds it. Others live in their own packages (pkg/kafka) and are
+// passed to uploader.Open with uploader.WithDestination, so an application that does not use
+// them does not link them.
 type Destination interface {
 	// Name names the kind of destination for status and logs ("http", "kafka").
 	Name() string
@@ -75,3 +76,19 @@ type PreparingDestination interface {
 	Prepare(events [][]byte) any
 	Release(payload any)
 }
+
+// Route is where the batches of one source go (sources.<name>.*), for a destination that
+// posts them to an endpoint with a write key (the HTTP destination): its endpoint, the write
+// key sent as Basic auth, and headers set over the destination's own.
+type Route struct {
+	// Endpoint is the source's batch URL; "" is the destination's own.
+	Endpoint string
+	// WriteKey is sent as Basic auth; "" sends no Authorization (never another source's key).
+	WriteKey string
+	// Headers are set after the destination's own, so a source's header wins over the shared one.
+	Headers map[string]string
+}
+
+// RoutesFunc returns the route of a source, false when it has none. It is called for every
+// attempt of a batch whose Source is set, from several goroutines at once.
+type RoutesFunc func(source string) (Route, bool)

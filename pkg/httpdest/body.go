@@ -10,19 +10,17 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/outboxhq/outbox/internal/freelist"
+	"github.com/outboxhq/outbox/pkg/event"
 )
 
-// Wire format pieces of a Segment batch body. Events are spliced between
+// Wire format pieces of a Segment batch body (pkg/event's envelope). Events are spliced between
 // bodyPrefix and bodyMid exactly as stored; they are never re-encoded.
 const (
-	bodyPrefix = `{"batch":[`
-	bodyMid    = `],"sentAt":"`
-	bodySuffix = `"}`
+	bodyPrefix = event.BatchPrefix
+	bodyMid    = event.BatchMid
+	bodySuffix = event.BatchSuffix
 	// sentAtLayout is RFC 3339 with milliseconds, always in UTC ("Z").
 	sentAtLayout = "2006-01-02T15:04:05.000Z07:00"
-	// EnvelopeBytes is the size of the body without its events and commas: batch.max_bytes
-	// less it (and a comma per event) is what a batch's events may take.
-	EnvelopeBytes = len(bodyPrefix) + len(bodyMid) + len("2006-01-02T15:04:05.000Z") + len(bodySuffix)
 	// gzipLevel trades ratio for speed: analytics JSON compresses well even
 	// at the fastest level, and the drain is bound by compression.
 	gzipLevel = gzip.BestSpeed
@@ -32,7 +30,7 @@ const (
 // the envelope, the events and the commas between them. batch.max_bytes is
 // measured with it.
 func EncodedSize(events [][]byte) int {
-	n := EnvelopeBytes
+	n := event.BatchEnvelopeBytes
 	for i, e := range events {
 		if i > 0 {
 			n++

@@ -39,7 +39,10 @@ func Classify(resp *http.Response, err error, now time.Time) delivery.Outcome {
 	if err != nil {
 		var hookErr *HookError
 		var cfgErr *delivery.ConfigError
-		if errors.Is(err, context.Canceled) || errors.As(err, &hookErr) || errors.As(err, &cfgErr) {
+		if errors.As(err, &hookErr) {
+			return delivery.Outcome{Class: delivery.ClassAborted, Err: err, Code: "hook_error"}
+		}
+		if errors.Is(err, context.Canceled) || errors.As(err, &cfgErr) {
 			return delivery.Outcome{Class: delivery.ClassAborted, Err: err}
 		}
 		if resp == nil {

@@ -162,3 +162,12 @@ func TestClassify_SaysWhatAnAnswerMeans(t *testing.T) {
 		})
 	}
 }
+
+// A request hook's error is named in the outcome's Code, so metrics and status tell it from
+// other reasons nothing was sent without the uploader knowing this destination's types.
+func TestClassify_AHookErrorIsNamedHookError(t *testing.T) {
+	o := httpdest.Classify(nil, &httpdest.HookError{Err: errors.New("token")}, time.Now())
+	if o.Class != delivery.ClassAborted || o.Code != "hook_error" {
+		t.Fatalf("got %+v, want aborted with code hook_error", o)
+	}
+}

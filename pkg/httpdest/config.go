@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/outboxhq/outbox/pkg/budget"
+	"github.com/outboxhq/outbox/pkg/delivery"
 )
 
 // Config is what the HTTP destination is built from: the upload.* keys it reads, and the seams
@@ -20,7 +21,7 @@ type Config struct {
 	Headers map[string]string
 	// Routes gives each source's endpoint, write key and headers (sources.<name>.*); nil:
 	// every batch goes to Endpoint with WriteKey, whatever its source.
-	Routes RoutesFunc
+	Routes delivery.RoutesFunc
 	// Gzip sends the body gzipped with Content-Encoding: gzip (upload.gzip).
 	Gzip bool
 	// CAFile is a PEM file of CA certificates trusted besides the system roots

@@ -21,7 +21,7 @@ type Destination struct {
 	rb       atomic.Pointer[requestBuilder] // swapped by SetCredentials; each attempt reads it once
 	enc      *encoder
 	classify ClassifyFunc
-	routes   RoutesFunc
+	routes   delivery.RoutesFunc
 	clock    budget.Clock
 	log      *slog.Logger
 }

@@ -1,7 +1,7 @@
 // Package httpdest is outbox's HTTP destination: it delivers one batch as one POST of the
-// Segment batch body to a collector and classifies the answer. It is the uploader's default
-// destination (uploader.Open builds it from the upload.* keys and the options WithHTTPClient,
-// WithTransport, WithRequestHook and WithClassifier), and it is built only on the seam of
+// Segment batch body to a collector and classifies the answer. It is the default destination
+// (segment.Open of pkg/segment builds it from the upload.* keys and the uploader's options
+// WithHTTPClient, WithTransport, WithRequestHook and WithClassifier), and it is built only on the seam of
 // pkg/delivery, as pkg/kafka is, so the worker and this package do not depend on each other's
 // internals.
 //

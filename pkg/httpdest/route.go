@@ -8,21 +8,6 @@ import (
 	"github.com/outboxhq/outbox/pkg/delivery"
 )
 
-// Route is where the batches of one source go (sources.<name>.*): its endpoint, the write key
-// sent as Basic auth, and headers set over Config.Headers.
-type Route struct {
-	// Endpoint is the source's batch URL; "" is Config.Endpoint.
-	Endpoint string
-	// WriteKey is sent as Basic auth; "" sends no Authorization (never another source's key).
-	WriteKey string
-	// Headers are set after Config.Headers, so a source's header wins over the shared one.
-	Headers map[string]string
-}
-
-// RoutesFunc returns the route of a source, false when it has none. It is called for every
-// attempt of a batch whose Source is set, from several goroutines at once.
-type RoutesFunc func(source string) (Route, bool)
-
 // defaultSource is the source a batch without its own route belongs to: it goes to
 // Config.Endpoint with Config.WriteKey.
 const defaultSource = "default"

@@ -19,7 +19,7 @@ func TestDestination_Routes_TheBatchSourceChoosesKeyEndpointAndHeaders(t *testin
 		rec.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	routes := map[string]httpdest.Route{
+	routes := map[string]delivery.Route{
 		"eu":     {Endpoint: srv.URL + "/eu/v1/batch", WriteKey: "wk-eu", Headers: map[string]string{"X-Region": "eu"}},
 		"nokey":  {},
 		"relay1": {WriteKey: "wk-relay"},
@@ -27,7 +27,7 @@ func TestDestination_Routes_TheBatchSourceChoosesKeyEndpointAndHeaders(t *testin
 	d, err := httpdest.New(httpdest.Config{
 		Endpoint: srv.URL + "/v1/batch",
 		Headers:  map[string]string{"Authorization": "Bearer shared-secret", "X-Team": "data"},
-		Routes:   func(s string) (httpdest.Route, bool) { r, ok := routes[s]; return r, ok },
+		Routes:   func(s string) (delivery.Route, bool) { r, ok := routes[s]; return r, ok },
 	})
 	if err != nil {
 		t.Fatal(err)

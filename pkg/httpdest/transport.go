@@ -4,17 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 
+	"github.com/outboxhq/outbox/internal/cafile"
 	"github.com/outboxhq/outbox/internal/redact"
 	"github.com/outboxhq/outbox/internal/version"
 	"github.com/outboxhq/outbox/pkg/delivery"
@@ -70,31 +68,13 @@ func newHTTPClient(cfg Config) (*http.Client, error) {
 	// net's generic copy, which allocates a 32 KiB buffer for every request.
 	tr.WriteBufferSize = requestWriteBuffer
 	if cfg.CAFile != "" {
-		pool, err := LoadCAFile(cfg.CAFile)
+		pool, err := cafile.Load(cfg.CAFile)
 		if err != nil {
 			return nil, err
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	return &http.Client{Transport: tr, CheckRedirect: checkRedirect}, nil
-}
-
-// LoadCAFile returns the system roots plus the PEM certificates in path (upload.ca_file), or an
-// error naming the key; the uploader's Config.Validate checks the file with it at start, so a
-// bad file is a configuration error rather than a failure of every attempt.
-func LoadCAFile(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("upload.ca_file %q: %w", path, err)
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("upload.ca_file %q: no PEM certificate found", path)
-	}
-	return pool, nil
 }
 
 // requestBuilder holds what every attempt's request needs; headers are built

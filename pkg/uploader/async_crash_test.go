@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
@@ -41,7 +42,7 @@ func TestAsyncCrashChild(t *testing.T) {
 	if v := os.Getenv(envAsyncConc); v != "" {
 		cfg.Upload.Concurrency = v
 	}
-	c, err := uploader.Open(cfg)
+	c, err := segment.Open(cfg)
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(3)

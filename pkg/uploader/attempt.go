@@ -229,14 +229,10 @@ func pathOf(n next) string {
 	return PathNone
 }
 
-// abortedCode names a failure that kept an attempt from being made.
+// abortedCode names a failure that kept an attempt from being made (a destination names its
+// own, as the HTTP destination's "hook_error", in Outcome.Code).
 func abortedCode(err error) string {
-	var he *HookError
-	var ce *delivery.ConfigError
-	switch {
-	case errors.As(err, &he):
-		return "hook_error"
-	case errors.As(err, &ce):
+	if ce := (*delivery.ConfigError)(nil); errors.As(err, &ce) {
 		return "config_error"
 	}
 	return "aborted"

@@ -25,7 +25,7 @@ func TestProbeAuthNow_APausedUploaderProbesAtOnce_AndDoesNothingWhenNotPaused(t 
 	cfg.Upload.Endpoint = s.URL() + "/v1/batch"
 	cfg.Upload.WriteKey = "wk_old"
 	cfg.Queue.Sync = "none"
-	c, err := Open(cfg, WithClock(clk))
+	c, err := openHTTP(cfg, WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}

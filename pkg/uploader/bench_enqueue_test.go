@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -73,7 +74,7 @@ func openPausedClient(b *testing.B) (*uploader.Client, *atomic.Int64) {
 	cfg.Upload.WriteKey = "wk_bench"
 	cfg.Queue.Sync = "always"
 	cfg.Queue.MaxBytes = 64 << 30
-	c, err := uploader.Open(cfg, uploader.WithHooks(uploader.Hooks{
+	c, err := segment.Open(cfg, uploader.WithHooks(uploader.Hooks{
 		OnCommit: func(int, time.Duration) { commits.Add(1) },
 	}))
 	if err != nil {

@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/outboxhq/outbox/pkg/delivery"
 	"log/slog"
 	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/delivery"
+
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
-	"github.com/outboxhq/outbox/pkg/httpdest"
 	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
@@ -27,8 +27,8 @@ type Client struct {
 	cfg     Config
 	q       *queue.Queue
 	w       *worker
-	http    *httpdest.Destination // the one Open built (nil with WithDestination): Reconfigure rekeys it
-	sources *sources              // the configured and relay sources (sources.go)
+	creds   credentialSetter // the destination Open built, when a reload can change its credentials
+	sources *sources         // the configured and relay sources (sources.go)
 	board   *board
 	log     *slog.Logger
 	hooks   Hooks
@@ -86,14 +86,18 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		}
 	}
 	dest := o.destination
-	var hd *httpdest.Destination
+	var creds credentialSetter
 	if dest == nil {
+		if o.destFunc == nil {
+			return nil, errNoDestination
+		}
 		warnMissingWriteKey(o.logger, cfg.Upload, o.hook)
 		var err error
-		if hd, err = newHTTPDestination(cfg.Upload, srcs.route, o); err != nil {
+		if dest, err = o.destFunc(DestinationParams{Upload: cfg.Upload, Routes: srcs.route, Clock: o.clock, Logger: o.logger,
+			HTTPClient: o.httpClient, Transport: o.transport, Hook: o.hook, Classify: o.classify}); err != nil {
 			return nil, err
 		}
-		dest = hd
+		creds, _ = dest.(credentialSetter)
 	}
 	c := &Client{
 		cfg:    cfg,
@@ -102,7 +106,7 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 		hooks:  o.hooks,
 		evOpts: event.Options{Limits: event.Limits{MaxEventBytes: cfg.Limits.MaxEventBytes}},
 
-		http:        hd,
+		creds:       creds,
 		sources:     srcs,
 		credentials: cfg.Upload.WriteKey,
 		headers:     maps.Clone(cfg.Upload.Headers),
@@ -139,8 +143,8 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	// The gate admits every attempt, in every mode (gate.go).
 	bound := destinationBound(dest)
 	c.w.oneAtATime = bound == 1
-	var endpoint func(string) string // one limit for a destination without endpoints
-	if hd != nil {
+	var endpoint func(string) string // one limit for a destination given whole (Kafka's)
+	if o.destination == nil {        // built with the sources' routes: a limit per endpoint
 		endpoint = srcs.endpointOf(cfg.Upload.Endpoint) // sources sharing an endpoint share its limit
 	}
 	c.w.gate = newGate(cfg.Upload, bound, o.clock, c.w.probePace, endpoint)

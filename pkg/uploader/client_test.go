@@ -11,6 +11,7 @@ import (
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 	"github.com/outboxhq/outbox/pkg/uploader"
@@ -101,7 +102,7 @@ func TestOpen_LockedDataDirSaysOpenQueueOnce(t *testing.T) {
 	s := sinkOK(t)
 	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
 	open(t, cfg, uploader.WithClock(budgettest.New(time.Time{})))
-	_, err := uploader.Open(cfg)
+	_, err := segment.Open(cfg)
 	if !errors.Is(err, errs.ErrLocked) {
 		t.Fatalf("second Open = %v, want an error matching errs.ErrLocked", err)
 	}

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outboxhq/outbox/internal/cafile"
 	"github.com/outboxhq/outbox/internal/redact"
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/errs"
 	"github.com/outboxhq/outbox/pkg/event"
-	"github.com/outboxhq/outbox/pkg/httpdest"
 	"github.com/outboxhq/outbox/pkg/queue"
 	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
@@ -246,7 +246,7 @@ func (c Config) Validate() error {
 	}
 	problems = append(problems, c.Sources.validate()...)
 	if c.Upload.CAFile != "" {
-		if _, err := httpdest.LoadCAFile(c.Upload.CAFile); err != nil {
+		if _, err := cafile.Load(c.Upload.CAFile); err != nil {
 			problems = append(problems, &errs.KeyError{Key: "upload.ca_file", Err: err})
 		}
 	}
@@ -272,7 +272,7 @@ func (c Config) Validate() error {
 	if c.Batch.MaxEvents < 0 {
 		bad("batch.max_events", c.Batch.MaxEvents, "must be greater than zero")
 	}
-	if minBytes := httpdest.EnvelopeBytes + c.Limits.MaxEventBytes; c.Batch.MaxBytes < minBytes {
+	if minBytes := event.BatchEnvelopeBytes + c.Limits.MaxEventBytes; c.Batch.MaxBytes < minBytes {
 		problems = append(problems, &errs.KeyError{Key: "batch.max_bytes", Related: []string{"limits.max_event_bytes"},
 			Err: fmt.Errorf("batch.max_bytes %d: must hold one event of limits.max_event_bytes (at least %d)", c.Batch.MaxBytes, minBytes)})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -78,7 +79,7 @@ func TestConfig_Validate_NamesTheKey(t *testing.T) {
 			if !errors.Is(err, errs.ErrInvalidConfig) {
 				t.Errorf("error does not match errs.ErrInvalidConfig")
 			}
-			if _, err := uploader.Open(c); err == nil {
+			if _, err := segment.Open(c); err == nil {
 				t.Errorf("Open accepted the invalid config")
 			}
 		})
@@ -171,7 +172,7 @@ func TestConfig_Validate_RejectsHeadersTheWireContractOwns(t *testing.T) {
 			if strings.Contains(err.Error(), "s3cret-99") {
 				t.Errorf("the error shows the header's value (it may be a credential): %v", err)
 			}
-			if _, err := uploader.Open(c); err == nil {
+			if _, err := segment.Open(c); err == nil {
 				t.Errorf("Open accepted upload.headers.%s", tt.header)
 			}
 		})

@@ -1,23 +1,23 @@
 // Package uploader is outbox's embeddable client: a durable queue on a data directory (pkg/queue)
-// and one worker goroutine that drains it into batches for a destination — by default HTTP POSTs
-// to a Segment-compatible collector (pkg/httpdest, built by Open from the upload.* keys), or any
-// Destination passed with WithDestination (pkg/kafka) — retrying through two budgets
+// and one worker goroutine that drains it into batches for a destination — HTTP POSTs to a
+// Segment-compatible collector (pkg/httpdest, which segment.Open of pkg/segment builds from the
+// upload.* keys), or any Destination passed with WithDestination (pkg/kafka) — retrying through two budgets
 // (pkg/budget) and dead-lettering what cannot be delivered. The Client is the intake and the
 // lifecycle; the worker (worker.go, dispatch.go, gate.go, attempt.go) is the consumer side; a
 // Destination only sends one batch and says what happened (an Outcome), including what the
 // answer means for delivery control (back-pressure, a Retry-After, refused credentials, a
 // rejection worth splitting): this package never reads an HTTP status. Destination, Batch,
 // Outcome and the classes are pkg/delivery's, the seam every destination is built on; this
-// package names the HTTP destination's Classify, ClassifyFunc, IsRetryableStatus,
-// ParseRetryAfter, RequestHook and HookError, which its HTTP options take. The agent
-// (pkg/agent) is this client behind an HTTP intake.
+// package imports no destination (destination.go: WithDestination, or a DestinationFunc that
+// Open calls once it has read the configuration, as segment.Open passes the HTTP one). The
+// agent (pkg/agent) is this client behind an HTTP intake.
 //
 // # Using it
 //
 //	cfg := uploader.DefaultConfig()          // every default of the configuration keys
 //	cfg.DataDir = "/var/lib/myapp/outbox"
 //	cfg.Upload.WriteKey = os.Getenv("SEGMENT_WRITE_KEY")
-//	c, err := uploader.Open(cfg, uploader.WithLogger(logger))
+//	c, err := segment.Open(cfg, uploader.WithLogger(logger)) // pkg/segment: the HTTP destination
 //	...
 //	err = c.Enqueue(ctx, map[string]any{"type": "track", "event": "Signed Up", "userId": "u1"})
 //	...

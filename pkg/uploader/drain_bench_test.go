@@ -69,7 +69,7 @@ func BenchmarkDrain(b *testing.B) {
 				want := s.Stats().Events + benchEvents
 				b.StartTimer()
 				start := time.Now()
-				c, err := Open(cfg)
+				c, err := openHTTP(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

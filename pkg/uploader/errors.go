@@ -71,3 +71,7 @@ func (e *AuthPausedError) Is(target error) bool { return target == ErrAuthRefuse
 
 // ErrAuthRefused matches an *AuthPausedError.
 var ErrAuthRefused = errors.New("uploader: the destination refuses our credentials")
+
+// errNoDestination is Open's error when neither WithDestination nor WithDestinationFunc gave a
+// destination.
+var errNoDestination = errors.New("uploader: no destination: open the client with segment.Open (pkg/segment: the HTTP collector of the upload.* keys), or pass WithDestination or WithDestinationFunc")

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
@@ -31,7 +32,7 @@ func Example() {
 	cfg.DataDir = dir
 	cfg.Upload.Endpoint = collector.URL() + "/v1/batch"
 	cfg.Upload.WriteKey = "YOUR_WRITE_KEY"
-	client, err := uploader.Open(cfg)
+	client, err := segment.Open(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func ExampleClient_EnqueueAsync() {
 	cfg := uploader.DefaultConfig()
 	cfg.DataDir = dir
 	cfg.Upload.Endpoint = collector.URL() + "/v1/batch"
-	client, err := uploader.Open(cfg)
+	client, err := segment.Open(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func ExampleClient_DeadLetters() {
 	cfg := uploader.DefaultConfig()
 	cfg.DataDir = dir
 	cfg.Upload.Endpoint = collector.URL() + "/v1/batch"
-	client, err := uploader.Open(cfg)
+	client, err := segment.Open(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}

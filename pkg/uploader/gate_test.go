@@ -2,9 +2,10 @@ package uploader
 
 import (
 	"fmt"
-	"github.com/outboxhq/outbox/pkg/delivery"
 	"testing"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/delivery"
 
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/internal/testutil"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/sink/sinktest"
 
@@ -37,7 +38,7 @@ func open(t testing.TB, cfg uploader.Config, opts ...uploader.Option) *uploader.
 	if testing.Verbose() {
 		opts = append([]uploader.Option{uploader.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))}, opts...)
 	}
-	c, err := uploader.Open(cfg, opts...)
+	c, err := segment.Open(cfg, opts...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

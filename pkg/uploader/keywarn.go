@@ -2,6 +2,7 @@ package uploader
 
 import (
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -11,7 +12,7 @@ import (
 // that copied an example and set neither upload.write_key nor upload.endpoint hears of it at
 // start, not from a paused queue later. A request hook or an Authorization header may bring
 // their own credentials, so neither warns.
-func warnMissingWriteKey(log *slog.Logger, u UploadConfig, hook RequestHook) {
+func warnMissingWriteKey(log *slog.Logger, u UploadConfig, hook func(*http.Request) error) {
 	if u.WriteKey != "" || hook != nil {
 		return
 	}

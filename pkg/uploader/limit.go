@@ -1,8 +1,9 @@
 package uploader
 
 import (
-	"github.com/outboxhq/outbox/pkg/delivery"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/delivery"
 )
 
 // Limit is how many batches may be in flight to one destination: a fixed number

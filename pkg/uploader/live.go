@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget"
-	"github.com/outboxhq/outbox/pkg/httpdest"
+	"github.com/outboxhq/outbox/pkg/event"
 )
 
 // settings are the values of a Config that Reconfigure changes on a running client. The worker
@@ -26,7 +26,7 @@ type settings struct {
 func newSettings(cfg Config) *settings {
 	return &settings{
 		batch:      cfg.Batch,
-		leaseBytes: max(cfg.Batch.MaxBytes-httpdest.EnvelopeBytes-cfg.Batch.MaxEvents, cfg.Limits.MaxEventBytes),
+		leaseBytes: max(cfg.Batch.MaxBytes-event.BatchEnvelopeBytes-cfg.Batch.MaxEvents, cfg.Limits.MaxEventBytes),
 		retry:      cfg.Retry,
 		timeout:    cfg.Upload.Timeout,
 		split:      cfg.Upload.SplitRejected,

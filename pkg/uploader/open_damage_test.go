@@ -12,6 +12,7 @@ import (
 
 	"github.com/outboxhq/outbox/internal/testutil"
 	"github.com/outboxhq/outbox/pkg/queue"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -71,7 +72,7 @@ func TestOpen_DamagedQueueFileIsACorruptErrorNamingRecover_FileUnchanged(t *test
 			cfg.DataDir = dir
 			cfg.Upload.Endpoint = "http://127.0.0.1:9/v1/batch"
 			cfg.Upload.WriteKey = "wk"
-			c, err := uploader.Open(cfg)
+			c, err := segment.Open(cfg)
 			if err == nil {
 				_ = c.Close(context.Background())
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/outboxhq/outbox/pkg/errs"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -71,7 +72,7 @@ func TestOpen_WarnsWhenSegmentWouldGetNoWriteKey(t *testing.T) {
 			if tt.hook {
 				opts = append(opts, uploader.WithRequestHook(func(*http.Request) error { return nil }))
 			}
-			client, err := uploader.Open(cfg, opts...)
+			client, err := segment.Open(cfg, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,12 +97,12 @@ func TestOpen_LockedDataDir_ErrorNamesNoCommandLineFlag(t *testing.T) {
 	cfg := uploader.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Upload.Endpoint = "http://127.0.0.1:1/v1/batch"
-	first, err := uploader.Open(cfg, uploader.WithTransport(noNetwork{}))
+	first, err := segment.Open(cfg, uploader.WithTransport(noNetwork{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = first.Close(context.Background()) })
-	_, err = uploader.Open(cfg, uploader.WithTransport(noNetwork{}))
+	_, err = segment.Open(cfg, uploader.WithTransport(noNetwork{}))
 	if !errors.Is(err, errs.ErrLocked) {
 		t.Fatalf("second Open = %v, want errs.ErrLocked", err)
 	}

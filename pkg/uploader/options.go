@@ -1,9 +1,11 @@
 package uploader
 
 import (
-	"github.com/outboxhq/outbox/pkg/delivery"
 	"log/slog"
 	"net/http"
+	"time"
+
+	"github.com/outboxhq/outbox/pkg/delivery"
 
 	"github.com/outboxhq/outbox/pkg/budget"
 )
@@ -14,15 +16,19 @@ type Option func(*options)
 type options struct {
 	httpClient  *http.Client
 	transport   http.RoundTripper
-	hook        RequestHook
+	hook        func(*http.Request) error
 	logger      *slog.Logger
 	clock       budget.Clock
-	classify    ClassifyFunc
+	classify    func(*http.Response, error, time.Time) delivery.Outcome
 	rand        budget.RandFunc
 	hooks       Hooks
 	destination delivery.Destination
+	destFunc    DestinationFunc
 	ackFault    func() error // white-box tests: an error fails an ack group before it reaches the queue
 }
+
+// The HTTP options are handed to the DestinationFunc (DestinationParams): the HTTP destination
+// that segment.Open builds takes them; a destination given with WithDestination does not.
 
 // WithHTTPClient sets the HTTP destination's client (httpdest.Config.HTTPClient). It uses a
 // shallow copy whose CheckRedirect is replaced by its own policy (only 307/308, at most 3 hops,
@@ -35,9 +41,9 @@ func WithHTTPClient(hc *http.Client) Option { return func(o *options) { o.httpCl
 func WithTransport(rt http.RoundTripper) Option { return func(o *options) { o.transport = rt } }
 
 // WithRequestHook sets the HTTP destination's per-attempt request hook. An error from it is
-// reported as itself (a *HookError), is not a network error, spends no budget, and the batch
-// stays queued; the worker tries again after batch.interval.
-func WithRequestHook(h RequestHook) Option { return func(o *options) { o.hook = h } }
+// reported as itself (an *httpdest.HookError), is not a network error, spends no budget, and
+// the batch stays queued; the worker tries again after batch.interval.
+func WithRequestHook(h func(*http.Request) error) Option { return func(o *options) { o.hook = h } }
 
 // WithLogger sets the logger; nil discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -46,8 +52,11 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // budgettest.Clock). Default budget.System.
 func WithClock(c budget.Clock) Option { return func(o *options) { o.clock = c } }
 
-// WithClassifier replaces the HTTP destination's response classifier (default Classify).
-func WithClassifier(f ClassifyFunc) Option { return func(o *options) { o.classify = f } }
+// WithClassifier replaces the HTTP destination's response classifier (default
+// httpdest.Classify, which a classifier of one's own may wrap).
+func WithClassifier(f func(*http.Response, error, time.Time) delivery.Outcome) Option {
+	return func(o *options) { o.classify = f }
+}
 
 // WithRand sets the random source of the backoff jitter, a func returning values in [0, 1).
 func WithRand(f func() float64) Option { return func(o *options) { o.rand = f } }
@@ -55,9 +64,12 @@ func WithRand(f func() float64) Option { return func(o *options) { o.rand = f } 
 // WithHooks sets the callbacks.
 func WithHooks(h Hooks) Option { return func(o *options) { o.hooks = h } }
 
-// WithDestination replaces the built-in HTTP destination: the worker delivers every batch to d
-// (for example a kafka.Destination from pkg/kafka) with the same queue, budgets, splits and
-// dead letters. The HTTP options (WithHTTPClient, WithTransport, WithRequestHook,
-// WithClassifier) and the upload.* keys of the HTTP destination are then not used. The
-// client closes d when it closes, and when Open fails.
+// WithDestination sets the destination: the worker delivers every batch to d (for example a
+// kafka.Destination from pkg/kafka) with the same queue, budgets, splits and dead letters. It
+// wins over a DestinationFunc, so the HTTP options and the upload.* keys of the HTTP
+// destination are then not used. The client closes d when it closes, and when Open fails.
 func WithDestination(d delivery.Destination) Option { return func(o *options) { o.destination = d } }
+
+// WithDestinationFunc makes Open build the destination with f once it has read the
+// configuration (segment.Open passes the HTTP destination's). WithDestination wins over it.
+func WithDestinationFunc(f DestinationFunc) Option { return func(o *options) { o.destFunc = f } }

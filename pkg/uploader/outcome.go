@@ -2,8 +2,9 @@ package uploader
 
 import (
 	"fmt"
-	"github.com/outboxhq/outbox/pkg/delivery"
 	"strconv"
+
+	"github.com/outboxhq/outbox/pkg/delivery"
 )
 
 // normalized is o as the worker routes it. A destination (or a replacement classifier) that

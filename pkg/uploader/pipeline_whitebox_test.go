@@ -36,7 +36,7 @@ func TestWorker_FailedAck_SendsTheBatchAgainInOrderAndLosesNothing(t *testing.T)
 	cfg.Queue.Sync = "none"
 	cfg.Batch.MaxEvents = 2
 	cfg.Upload.Concurrency = "1" // a limit of one: acks in order
-	c, err := Open(cfg, WithClock(budgettest.NewAuto(time.Time{})), failFirstAcks(1))
+	c, err := openHTTP(cfg, WithClock(budgettest.NewAuto(time.Time{})), failFirstAcks(1))
 	if err != nil {
 		t.Fatal(err)
 	}

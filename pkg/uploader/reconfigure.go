@@ -48,8 +48,8 @@ func (c *Client) Reconfigure(cfg Config) error {
 	if err := c.reconfigurePrivacy(cfg.Privacy); err != nil {
 		return err
 	}
-	if c.http != nil {
-		c.http.SetCredentials(cfg.Upload.WriteKey, cfg.Upload.Headers)
+	if c.creds != nil {
+		c.creds.SetCredentials(cfg.Upload.WriteKey, cfg.Upload.Headers)
 	}
 	s := newSettings(cfg)
 	c.w.live.Store(s)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
 
@@ -36,7 +37,7 @@ func TestOpen_SuppliedClient_A301IsDeadLetteredNotFollowed(t *testing.T) {
 			cfg := uploader.DefaultConfig()
 			cfg.DataDir = t.TempDir()
 			cfg.Upload.Endpoint = srv.URL + "/v1/batch"
-			client, err := uploader.Open(cfg, option(http.DefaultTransport.(*http.Transport).Clone()))
+			client, err := segment.Open(cfg, option(http.DefaultTransport.(*http.Transport).Clone()))
 			if err != nil {
 				t.Fatal(err)
 			}

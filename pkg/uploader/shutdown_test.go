@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/budget/budgettest"
+	"github.com/outboxhq/outbox/pkg/httpdest"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
@@ -166,7 +167,7 @@ func TestRequestHook_Error_SpendsNoBudgetAndKeepsTheBatch(t *testing.T) {
 		uploader.WithRequestHook(func(*http.Request) error { return hookErr }))
 	enqueue(t, c, 0, 1)
 	err := c.Flush(waitCtx(t))
-	var he *uploader.HookError
+	var he *httpdest.HookError
 	if !errors.Is(err, hookErr) || !errors.As(err, &he) {
 		t.Fatalf("Flush = %v, want the hook's error", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/outboxhq/outbox/pkg/httpdest"
+	"github.com/outboxhq/outbox/pkg/delivery"
 	"github.com/outboxhq/outbox/pkg/queue"
 )
 
@@ -91,7 +91,7 @@ func (s *sources) load(q *queue.Queue) error {
 
 // route is the HTTP destination's RoutesFunc: a configured source's settings, a removed one's
 // last settings while it drains, a relay source's key.
-func (s *sources) route(name string) (httpdest.Route, bool) {
+func (s *sources) route(name string) (delivery.Route, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	cs, ok := s.named[name]
@@ -99,13 +99,13 @@ func (s *sources) route(name string) (httpdest.Route, bool) {
 		cs, ok = s.draining[name]
 	}
 	if ok {
-		return httpdest.Route{Endpoint: cs.cfg.Endpoint, WriteKey: cs.cfg.UploadWriteKey, Headers: cs.cfg.Headers}, true
+		return delivery.Route{Endpoint: cs.cfg.Endpoint, WriteKey: cs.cfg.UploadWriteKey, Headers: cs.cfg.Headers}, true
 	}
 	r, ok := s.relay[name]
 	if !ok {
-		return httpdest.Route{}, false
+		return delivery.Route{}, false
 	}
-	return httpdest.Route{Endpoint: r.Endpoint, WriteKey: r.WriteKey}, true
+	return delivery.Route{Endpoint: r.Endpoint, WriteKey: r.WriteKey}, true
 }
 
 // count is how many sources there are: the default one, the named ones, the relay ones (a

@@ -3,10 +3,11 @@ package uploader
 import (
 	"context"
 	"errors"
-	"github.com/outboxhq/outbox/pkg/delivery"
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/outboxhq/outbox/pkg/delivery"
 
 	"github.com/outboxhq/outbox/pkg/budget"
 	"github.com/outboxhq/outbox/pkg/queue"
