@@ -28,10 +28,3 @@ func (q *Queue) Forget(ctx context.Context, match func(event []byte) bool) (Forg
 // their user is on the suppress list: in Stats.Dropped["suppressed"], to Config.OnDrop and in
 // a warn log line.
 func (q *Queue) CountSuppressed(n int) { q.s.CountDropped(store.ReasonSuppressed, n) }
-
-// LastKey returns the greatest key handed out so far (nil when none): a batch whose first key
-// is greater was read after the call.
-func (q *Queue) LastKey() []byte { return q.s.LastKey() }
-
-// Salt returns the data directory's random salt (32 bytes, created on first use).
-func (q *Queue) Salt(ctx context.Context) ([]byte, error) { return q.s.Salt(ctx) }

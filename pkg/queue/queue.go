@@ -31,12 +31,13 @@ const DropReasonPurged = store.ReasonPurged
 // concurrent use. Lease and LeaseAfter assume a single consumer, which may settle the
 // leases it holds (Lease.Ack, Lease.DeadLetter, Lease.Retry) from several goroutines, in any order.
 type Queue struct {
-	s      *store.Store
-	cfg    Config
-	policy store.Policy // the store asks it inside its transactions; Fits asks it up front
-	log    *slog.Logger
-	turns  *drr          // whose turn it is to lease (sources.go)
-	shares *sourceShares // the sources' own shares, which policy reads (SetSourceMaxBytes)
+	storeView // what the store answers as it is: the queue adds nothing to it
+	s         *store.Store
+	cfg       Config
+	policy    store.Policy // the store asks it inside its transactions; Fits asks it up front
+	log       *slog.Logger
+	turns     *drr          // whose turn it is to lease (sources.go)
+	shares    *sourceShares // the sources' own shares, which policy reads (SetSourceMaxBytes)
 }
 
 // Open opens (creating) the queue in dir. It fails with errs.ErrLocked
@@ -56,7 +57,26 @@ func Open(dir string, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open queue: %w", err)
 	}
-	return &Queue{s: s, cfg: cfg, policy: policy, log: cfg.Logger, turns: newDRR(cfg.Quantum), shares: shares}, nil
+	return &Queue{storeView: s, s: s, cfg: cfg, policy: policy, log: cfg.Logger, turns: newDRR(cfg.Quantum), shares: shares}, nil
+}
+
+// storeView is the part of the store a consumer reads through the queue unchanged (its
+// methods' docs are the store's): the commit signal, counters from memory, the data
+// directory, its lifecycle, the source registry, the salt and the last key handed out. The
+// queue embeds it instead of forwarding each; what changes the queue's records goes through
+// the queue's own methods, which apply its policy.
+type storeView interface {
+	Notify() <-chan struct{}
+	Oldest() (time.Time, bool)
+	Pending() (events, bytes int64, oldest time.Time)
+	Dir() string
+	Close() error
+	Compact(ctx context.Context) error
+	Stats() store.Stats
+	Sources() []store.SourceStats
+	SourceRecords() (map[string][]byte, error)
+	LastKey() []byte
+	Salt(ctx context.Context) ([]byte, error)
 }
 
 // Enqueue appends events (already normalised) at the tail. When it returns
@@ -126,37 +146,11 @@ func (q *Queue) LeaseSkipping(ctx context.Context, maxEvents, maxBytes int, skip
 	return q.lease(b), nil
 }
 
-// Notify returns a channel signalled (without blocking; buffer 1) after each
-// commit that added events.
-func (q *Queue) Notify() <-chan struct{} { return q.s.Notify() }
-
-// Oldest returns the intake time of the head event, false when empty: to the
-// clock's precision (Config.Now) for an event this process enqueued, to its
-// second, rounded down, for one enqueued before the queue was opened (doc.go).
-func (q *Queue) Oldest() (time.Time, bool) { return q.s.Oldest() }
-
-// Pending returns Stats' Events, Bytes and Oldest, from memory only (no file stat, no map
-// copy): for the consumer, which polls them on every wake-up.
-func (q *Queue) Pending() (events, bytes int64, oldest time.Time) { return q.s.Pending() }
-
-// Dir returns the data directory.
-func (q *Queue) Dir() string { return q.s.Dir() }
-
-// Close stops the writer, closes the file and releases the directory lock.
-func (q *Queue) Close() error { return q.s.Close() }
-
-// Compact rewrites the data file with only its live data, online.
-func (q *Queue) Compact(ctx context.Context) error { return q.s.Compact(ctx) }
-
 // Fits reports whether events of need bytes could ever be queued: errs.ErrTooLarge (wrapped)
 // when they alone exceed MaxBytes, under every WhenFull. Enqueue and EnqueueAsync ask it
 // themselves; a caller that must refuse such events before doing anything else (waiting for
 // room of its own) asks it first.
 func (q *Queue) Fits(need int64) error { return q.policy.Fits(need) }
-
-// Stats returns the store's counters: queued and dead events from memory, the file size from
-// one stat.
-func (q *Queue) Stats() Stats { return q.s.Stats() }
 
 // LeaseAfter returns the batch that follows prev, which must be a batch returned by Lease or
 // LeaseAfter (or a half of one) that is still queued: the batch Lease will return once prev

@@ -17,10 +17,6 @@ const DefaultSource = store.DefaultSource
 // SourceStats is one source's share of the queue.
 type SourceStats = store.SourceStats
 
-// Sources returns each source's queued events and bytes and its oldest event's intake time,
-// from memory.
-func (q *Queue) Sources() []SourceStats { return q.s.Sources() }
-
 // pending returns the sources that hold events after what chain has read of them, but for
 // those skip (nil: none) passes over.
 func (q *Queue) pending(chain store.Chain, skip func(string) bool) []string {
@@ -60,6 +56,3 @@ func (q *Queue) EnqueueAwaitedIn(ctx context.Context, source string, done func(e
 func (q *Queue) SaveSourceRecord(ctx context.Context, name string, rec []byte) error {
 	return q.s.SaveSourceRecord(ctx, name, rec)
 }
-
-// SourceRecords returns the store's source registry by name.
-func (q *Queue) SourceRecords() (map[string][]byte, error) { return q.s.SourceRecords() }
