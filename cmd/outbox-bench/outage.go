@@ -72,12 +72,20 @@ func outageRun(ctx context.Context, dir string, n int, conc string, down, limit 
 		return fail(err)
 	}
 	defer s.Close()
-	// When each request began and each failed answer came, on the client's side: a request in
-	// flight when the outage begins was sent before it, whatever the collector answers it, and
-	// with many batches in flight the collector answers some of those only after the switch.
+	// When each request began, on the client's side: a request in flight when the outage begins
+	// was sent before it, whatever the collector answers it, and with many batches in flight
+	// the collector answers some of those only after the switch.
+	// The client learns of a failure when the worker has classified it (OnAttempt runs after
+	// the gate has seen the answer): a request begun between the answer's arrival and then was
+	// on its way before the client could know, as the ones in flight when the outage began.
 	rt := &timedTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
+	onAttempt := func(a uploader.AttemptInfo) {
+		if a.Path == uploader.PathBackoff {
+			rt.learnt(time.Now())
+		}
+	}
 	c, err := openClientWith(dir, s.endpoint(), func(cfg *uploader.Config) { cfg.Upload.Concurrency = conc },
-		uploader.WithTransport(rt))
+		uploader.WithTransport(rt), uploader.WithHooks(uploader.Hooks{OnAttempt: onAttempt}))
 	if err != nil {
 		return fail(err)
 	}
@@ -107,7 +115,7 @@ func outageRun(ctx context.Context, dir string, n int, conc string, down, limit 
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	informedAt := end
-	for _, at := range rt.failed {
+	for _, at := range rt.known {
 		if !at.Before(start) && at.Before(informedAt) {
 			informedAt = at
 		}
@@ -149,7 +157,7 @@ func (b *bench) outageRows() []row {
 		rw := row{name: name, result: fmt.Sprintf("%s requests, %s after", thousands(r.requests), thousands(r.informed)),
 			detail: fmt.Sprintf("outage (upload.concurrency %s): uploader.Client with defaults draining %s queued events; once %s were "+
 				"delivered (concurrency limit %d then) the collector answered every request 503 (%q) for %s, then 200: the client "+
-				"began %s batch requests during the outage (%s of them after its first failed answer), and the collector answered %s "+
+				"began %s batch requests during the outage (%s of them after it had classified its first failed answer), and the collector answered %s "+
 				"in it (those in flight when it began included); after it the collector held all %s distinct events %s later; lost %d, dead-lettered %d.",
 				r.concurrency, thousands(int64(r.events)), thousands(r.atStart), r.limitAt, outageSpec, b.opt.outage,
 				thousands(r.requests), thousands(r.informed), thousands(r.answered), thousands(r.unique), secs(r.recovery), lost, r.dead)}
@@ -170,25 +178,26 @@ func (b *bench) outageRows() []row {
 	return rs
 }
 
-// timedTransport records when each request began and when each answer other than a 2xx came.
+// timedTransport records when each request began, and when the worker classified a failed answer.
 type timedTransport struct {
 	next http.RoundTripper
 
-	mu     sync.Mutex // guards the fields below
-	began  []time.Time
-	failed []time.Time
+	mu    sync.Mutex // guards the fields below
+	began []time.Time
+	known []time.Time // when the worker had classified a failed answer
 }
 
-// RoundTrip sends req through next, recording the times.
+// learnt records that the worker classified a failed answer at t.
+func (t *timedTransport) learnt(at time.Time) {
+	t.mu.Lock()
+	t.known = append(t.known, at)
+	t.mu.Unlock()
+}
+
+// RoundTrip sends req through next, recording when it began.
 func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.mu.Lock()
 	t.began = append(t.began, time.Now())
 	t.mu.Unlock()
-	resp, err := t.next.RoundTrip(req)
-	if err != nil || resp.StatusCode/100 != 2 {
-		t.mu.Lock()
-		t.failed = append(t.failed, time.Now())
-		t.mu.Unlock()
-	}
-	return resp, err
+	return t.next.RoundTrip(req)
 }
