@@ -1,9 +1,6 @@
 package uploader
 
 import (
-	"context"
-	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -91,24 +88,6 @@ func (g *gate) sourceLocked(source string) *sourceGate {
 	return sg
 }
 
-// autoLocked returns endpoint's auto limit, made on first use.
-func (g *gate) autoLocked(endpoint string) *aimdLimit {
-	l := g.autos[endpoint]
-	if l == nil {
-		l = newAIMDLimit(g.ceil)
-		g.autos[endpoint] = l
-	}
-	return l
-}
-
-// limiter is the Limit in force for endpoint: upload.concurrency as a constant, or its auto.
-func (g *gate) limiter(endpoint string) Limit {
-	if g.fixed != 0 {
-		return fixedLimit(g.fixed)
-	}
-	return g.autoLocked(endpoint)
-}
-
 // metaLocked is where id belongs (the one batch of upload.concurrency: 1, id 0, is the
 // default source's).
 func (g *gate) metaLocked(id uint64) slotMeta {
@@ -116,108 +95,6 @@ func (g *gate) metaLocked(id uint64) slotMeta {
 		return m
 	}
 	return slotMeta{source: DefaultSource, endpoint: g.endpoint(DefaultSource)}
-}
-
-// limit returns how many batches may be in flight now: the sum of each endpoint's limit.
-func (g *gate) limit() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := 0
-	for _, e := range g.endpointsLocked() {
-		n += g.limitLocked(e)
-	}
-	return n
-}
-
-// endpointsLocked are the endpoints of the default source and of the batches in flight.
-func (g *gate) endpointsLocked() []string {
-	out := []string{g.endpoint(DefaultSource)}
-	for _, id := range g.slots.live {
-		if e := g.slots.meta[id].endpoint; !slices.Contains(out, e) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func (g *gate) limitLocked(endpoint string) int {
-	n := g.limiter(endpoint).Limit()
-	if g.bound > 0 {
-		n = min(n, g.bound)
-	}
-	return max(n, 1)
-}
-
-// mostLocked is the most batches that may ever be in flight to one endpoint.
-func (g *gate) mostLocked() int {
-	most := g.fixed
-	if most == 0 {
-		most = g.ceil
-	}
-	if g.bound > 0 {
-		most = min(most, g.bound)
-	}
-	return max(most, 1)
-}
-
-// heldLocked reports whether source is held at now: a Retry-After not yet passed, refused
-// credentials, or a breaker that is not closed. Its batches that are not sending then take
-// no place among their endpoint's (parked).
-func (g *gate) heldLocked(source string, now time.Time) bool {
-	sg := g.sources[source]
-	return sg != nil && (sg.hold.until.After(now) || sg.hold.auth.on || sg.brk.state() != "closed")
-}
-
-// countsLocked reports whether id takes a place among its endpoint's batches at now: it is
-// sending, or its source is not held.
-func (g *gate) countsLocked(id uint64, now time.Time) bool {
-	return g.slots.isSending(id) || !g.heldLocked(g.slots.sourceOf(id), now)
-}
-
-// loadLocked is endpoint's batches that take a place at now: leased, and of those not
-// waiting out a retry wait (in flight).
-func (g *gate) loadLocked(endpoint string, now time.Time) (leased, inflight int) {
-	for _, id := range g.slots.live {
-		if g.slots.meta[id].endpoint != endpoint || !g.countsLocked(id, now) {
-			continue
-		}
-		leased++
-		if !g.slots.waiting[id] {
-			inflight++
-		}
-	}
-	return leased, inflight
-}
-
-// leasable says whether the dispatcher may lease a batch of source now, and when it is held
-// by a Retry-After, until when (zero otherwise: a change of the gate ends what holds it).
-// A source is not leased while its Retry-After runs, while its credentials are refused and
-// a batch of it is in flight (the head probes) or the worker is stopping (no probe is
-// waited for), or while its breaker is not closed and a batch of it not waiting may still
-// answer: its answer says whether the destination is up, and without this rule each
-// failure, freeing its place while it waits, would lease a fresh batch into what may be an
-// outage. Otherwise its endpoint must have room: fewer than twice the most that may be in
-// flight leased, no more than the limit in flight (one more than the limit is leased so that
-// its payload is prepared ahead of its turn).
-func (g *gate) leasable(source string, stopping bool) (ok bool, until time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.clock.Now()
-	if sg := g.sources[source]; sg != nil {
-		if sg.hold.until.After(now) {
-			return false, sg.hold.until
-		}
-		live, notWaiting := g.slots.liveOf(source)
-		if sg.hold.auth.on && (live > 0 || stopping) {
-			return false, time.Time{}
-		}
-		if sg.brk.state() != "closed" && notWaiting > 0 {
-			return false, time.Time{}
-		}
-	}
-	e := g.endpoint(source)
-	leased, inflight := g.loadLocked(e, now)
-	return leased < 2*g.mostLocked() && inflight <= g.limitLocked(e), time.Time{}
 }
 
 // setWaiting marks l as waiting out a retry wait of its own (or no longer).
@@ -386,92 +263,4 @@ func healthOf(o delivery.Outcome) health {
 		return healthNone
 	}
 	return healthUp
-}
-
-// What admit says of an attempt.
-const (
-	admitted   = iota // the attempt has begun: the caller calls finish once it has ended
-	admitStop         // the worker must stop: Close's deadline passed
-	admitLeave        // after Close, the batch's source is held past Close's deadline (or until a
-	// probe Close does not wait for): the batch stays queued and the worker goes on with the
-	// other sources
-)
-
-// admit waits until an attempt of l may start (see gate) and begins it. The waiting spends
-// no retry budget; held is how long l was held because our credentials were refused, which
-// the caller keeps off the batch's budget clocks.
-func (w *worker) admit(l *lease) (held time.Duration, kind int) {
-	id := l.seq
-	var heldSince time.Time
-	defer func() {
-		if !heldSince.IsZero() {
-			held = w.clock.Now().Sub(heldSince)
-		}
-	}()
-	for {
-		if w.runCtx.Err() != nil {
-			return 0, admitStop
-		}
-		v := w.gate.tryBegin(id)
-		if v.refused && heldSince.IsZero() {
-			heldSince = w.clock.Now()
-		}
-		switch {
-		case v.admitted:
-			return 0, admitted
-		case v.pause > 0:
-			if !w.pauseWait(v.pause, v.path, v.changed) {
-				if w.runCtx.Err() != nil {
-					return 0, admitStop
-				}
-				return 0, admitLeave
-			}
-		case v.refused && w.stopping():
-			return 0, admitLeave // only the head probes, and Close does not wait for the next probe
-		default:
-			select {
-			case <-v.changed:
-			case <-w.runCtx.Done():
-				return 0, admitStop
-			}
-		}
-	}
-}
-
-// pauseWait waits out a pause of the batch's source (or until the gate changes): a
-// Retry-After (PathRateLimit) or the time to the next probe of refused credentials
-// (PathAuth). After Close it waits only when the pause ends before Close's deadline.
-func (w *worker) pauseWait(d time.Duration, path string, changed <-chan struct{}) bool {
-	if w.stopping() {
-		// Context deadlines are real time, whatever the clock (as budget.Sleep compares them).
-		if dl, ok := w.closeCtx.Deadline(); ok && d > time.Until(dl) {
-			w.log.Info("source on hold past the close deadline; batch left on disk", "path", path, "wait_left", d.String())
-			return false
-		}
-	}
-	until := w.clock.Now().Add(d)
-	w.board.set(func(s *workerState) {
-		s.Waiting++
-		if s.Path == PathNone {
-			s.Path, s.WaitingUntil, s.WaitErr = path, until, nil
-		}
-	})
-	defer w.board.set(func(s *workerState) {
-		s.Waiting--
-		if s.Path == path && s.WaitingUntil.Equal(until) {
-			s.Path, s.WaitingUntil, s.WaitErr = PathNone, time.Time{}, nil
-		}
-	})
-	// Close wakes the wait, so that a pause that outlasts its deadline is given up at once.
-	ctx, cancel := context.WithCancel(w.runCtx)
-	defer cancel()
-	go func() {
-		select {
-		case <-w.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	err := budget.Sleep(ctx, w.clock, d, changed)
-	return err == nil || errors.Is(err, budget.ErrWoken) || w.runCtx.Err() == nil
 }
