@@ -201,31 +201,34 @@ func keyName(key string) string {
 // scanUpload returns the messageId counter of every event of body and the send times of
 // those that carry one.
 func scanUpload(body []byte) (ids []int, sent []int64, err error) {
-	for rest := body; ; {
-		i := bytes.Index(rest, msgIDMark)
-		if i < 0 {
-			break
-		}
-		rest = rest[i+len(msgIDMark):]
-		n, ok := digits(rest, idDigits)
-		if !ok {
-			return ids, sent, errors.New("an event's messageId is not msg- and 12 digits")
-		}
-		ids = append(ids, int(n))
+	counters, err := numbersAfter(body, msgIDMark, idDigits, "an event's messageId is not msg- and 12 digits")
+	if err != nil {
+		return nil, nil, err
 	}
-	for rest := body; ; {
-		i := bytes.Index(rest, sentAtMark)
-		if i < 0 {
-			break
-		}
-		rest = rest[i+len(sentAtMark):]
-		n, ok := digits(rest, sentDigits)
-		if !ok {
-			return ids, sent, errors.New("an event's bench_sent_ns is not 19 digits")
-		}
-		sent = append(sent, n)
+	ids = make([]int, len(counters))
+	for i, n := range counters {
+		ids[i] = int(n)
 	}
-	return ids, sent, nil
+	sent, err = numbersAfter(body, sentAtMark, sentDigits, "an event's bench_sent_ns is not 19 digits")
+	return ids, sent, err
+}
+
+// numbersAfter returns the number of n digits that follows each occurrence of mark in body;
+// bad is the error when one does not.
+func numbersAfter(body, mark []byte, n int, bad string) ([]int64, error) {
+	var out []int64
+	for rest := body; ; {
+		i := bytes.Index(rest, mark)
+		if i < 0 {
+			return out, nil
+		}
+		rest = rest[i+len(mark):]
+		v, ok := digits(rest, n)
+		if !ok {
+			return out, errors.New(bad)
+		}
+		out = append(out, v)
+	}
 }
 
 // digits parses the n decimal digits that b starts with, followed by a quote.
