@@ -15,11 +15,19 @@ type ForgetResult = store.ForgetResult
 // transaction (see store.Store.Forget: match runs inside it, once per stored event). Batches
 // leased before the call still hold their copies of the events: the consumer must not send
 // them (pkg/uploader holds its sends while Forget runs and strips the forgotten events from
-// its batches in flight).
+// its batches in flight). When it deleted any event it then compacts the file, so that no
+// freed page keeps a forgotten event's bytes.
 func (q *Queue) Forget(ctx context.Context, match func(event []byte) bool) (ForgetResult, error) {
 	res, err := q.s.Forget(ctx, match)
 	if err != nil {
 		return res, fmt.Errorf("forget: %w", err)
+	}
+	// bbolt frees the pages of deleted records without overwriting them: a copy of the live
+	// data into a fresh file leaves no free page holding a forgotten event.
+	if res.Queued+res.Dead > 0 {
+		if err := q.s.Compact(ctx); err != nil {
+			return res, fmt.Errorf("forget: the events are deleted, but compacting the file failed (run outbox compact): %w", err)
+		}
 	}
 	return res, nil
 }
