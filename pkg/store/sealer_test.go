@@ -57,9 +57,19 @@ func TestEncryption_AppendsSealedOffTheWriterAreWholeWhateverSharesTheirGroup(t 
 					}
 				})
 			}
+			appending := make(chan struct{})
+			go func() { wg.Wait(); close(appending) }()
 			forgotten := 0
 			if tc.forget {
-				for range 20 {
+				// At least 20 forgets, and on until one found events, while the appends go on:
+				// on a loaded machine the first ones may run before any append has committed.
+			forgets:
+				for rounds := 0; rounds < 20 || forgotten == 0; rounds++ {
+					select {
+					case <-appending:
+						break forgets
+					default:
+					}
 					r, err := s.Forget(context.Background(), func(e []byte) bool { return bytes.Contains(e, []byte(`"forget":true`)) })
 					if err != nil {
 						t.Fatal(err)
@@ -67,7 +77,7 @@ func TestEncryption_AppendsSealedOffTheWriterAreWholeWhateverSharesTheirGroup(t 
 					forgotten += r.Queued
 				}
 			}
-			wg.Wait()
+			<-appending
 			evicted := s.Stats().Dropped[store.ReasonDropOldest]
 			if err := s.Close(); err != nil {
 				t.Fatal(err)

@@ -28,7 +28,8 @@ import (
 // A batch waiting out a backoff of its own sends nothing, and neither does one whose source
 // is held (a hold, refused credentials, an open breaker): their places go to the next, so a
 // held source delays no other. At most twice the most that may be in flight are leased at
-// once per endpoint, not counting the batches of held sources (leasable).
+// once per endpoint, not counting the batches of held sources; those of sources on a
+// Retry-After are leased ahead of its end up to the endpoint's limit (leasable).
 type gate struct {
 	mu       sync.Mutex                // guards the fields below
 	fixed    int                       // upload.concurrency as a number; 0 for auto (setFixed changes it)

@@ -101,20 +101,36 @@ func (g *gate) loadLocked(endpoint string, now time.Time) (leased, inflight int)
 
 // leasable says whether the dispatcher may lease a batch of source now, and when it is held
 // by a Retry-After, until when (zero otherwise: a change of the gate ends what holds it).
-// A source is not leased while its Retry-After runs, while its credentials are refused and
-// a batch of it is in flight (the head probes) or the worker is stopping (no probe is
-// waited for), or while its breaker is not closed and a batch of it not waiting may still
-// answer: its answer says whether the destination is up, and without this rule each
-// failure, freeing its place while it waits, would lease a fresh batch into what may be an
-// outage. Otherwise its endpoint must have room: fewer than twice the most that may be in
-// flight leased, no more than the limit in flight (one more than the limit is leased so that
-// its payload is prepared ahead of its turn).
+//
+// A source on a Retry-After is leased ahead of the hold's end, while the batches of sources
+// on a Retry-After leased to its endpoint are fewer than the endpoint's limit (and not once
+// the worker is stopping): their payloads are built during the hold and they wait at the gate
+// for its end, so that when it ends they start together instead of one lease and one build
+// at a time. Under a collector that rate-limits a share of requests each Retry-After then
+// costs one hold for a full round of batches, where a trickle would meet the next
+// Retry-After after a few. Their number is bounded per endpoint, however many sources are
+// held.
+//
+// A source is not leased while its credentials are refused and a batch of it is in flight
+// (the head probes) or the worker is stopping (no probe is waited for), or while its breaker
+// is not closed and a batch of it not waiting may still answer: its answer says whether the
+// destination is up, and without this rule each failure, freeing its place while it waits,
+// would lease a fresh batch into what may be an outage. Otherwise its endpoint must have
+// room: fewer than twice the most that may be in flight leased, no more than the limit in
+// flight (one more than the limit is leased so that its payload is prepared ahead of its
+// turn).
 func (g *gate) leasable(source string, stopping bool) (ok bool, until time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.clock.Now()
+	e := g.endpoint(source)
 	if sg := g.sources[source]; sg != nil {
 		if sg.hold.until.After(now) {
+			ahead := !stopping && !sg.hold.auth.on && sg.brk.state() == "closed" &&
+				g.aheadLocked(e, now) < g.limitLocked(e)
+			if ahead {
+				return true, time.Time{}
+			}
 			return false, sg.hold.until
 		}
 		live, notWaiting := g.slots.liveOf(source)
@@ -125,7 +141,23 @@ func (g *gate) leasable(source string, stopping bool) (ok bool, until time.Time)
 			return false, time.Time{}
 		}
 	}
-	e := g.endpoint(source)
 	leased, inflight := g.loadLocked(e, now)
 	return leased < 2*g.mostLocked() && inflight <= g.limitLocked(e), time.Time{}
+}
+
+// aheadLocked is how many batches of sources on a Retry-After at now are leased to endpoint
+// and not sending: those leased ahead of their hold's end, and those that were in flight when
+// it began.
+func (g *gate) aheadLocked(endpoint string, now time.Time) int {
+	n := 0
+	for _, id := range g.slots.live {
+		m := g.slots.meta[id]
+		if m.endpoint != endpoint || g.slots.isSending(id) {
+			continue
+		}
+		if sg := g.sources[m.source]; sg != nil && sg.hold.until.After(now) {
+			n++
+		}
+	}
+	return n
 }

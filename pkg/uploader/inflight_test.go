@@ -171,6 +171,9 @@ func TestInFlight_AnOutageCostsTheRequestsInFlightThenOneAtATime(t *testing.T) {
 	}
 }
 
+// No attempt starts while a Retry-After runs, and the batches of its source are leased ahead
+// of its end, up to the limit (their payloads built while they wait), so that they start
+// together when it ends.
 func TestInFlight_NoAttemptStartsDuringARetryAfterPause(t *testing.T) {
 	clock := budgettest.New(time.Time{})
 	sc, err := sink.ParseFaults("429x1:ra=10")
@@ -180,7 +183,7 @@ func TestInFlight_NoAttemptStartsDuringARetryAfterPause(t *testing.T) {
 	s := sinktest.Start(t, sink.Options{Script: sc, Now: clock.Now})
 	cfg := testConfig(t.TempDir(), s.URL()+"/v1/batch")
 	cfg.Batch.MaxEvents = 2
-	cfg.Upload.Concurrency = "8"
+	cfg.Upload.Concurrency = "4"
 	c := open(t, cfg, uploader.WithClock(clock))
 	ctx := waitCtx(t)
 	enqueue(t, c, 0, 2)                              // one batch, answered 429 Retry-After: 10
@@ -188,14 +191,17 @@ func TestInFlight_NoAttemptStartsDuringARetryAfterPause(t *testing.T) {
 		t.Fatalf("waiting for the rate-limited answer: %v", err)
 	}
 	start := clock.Now()
-	enqueue(t, c, 2, 12) // six more batches, not leased while the pause of their source runs
-	// Two timers: the first batch waiting out its Retry-After, the dispatcher waiting for the
-	// hold to end before it leases the six others.
-	if err := clock.BlockUntil(ctx, 2); err != nil {
+	enqueue(t, c, 2, 12) // six more batches: three leased ahead of the hold's end, three after it
+	// Five timers: the four batches leased waiting out the Retry-After, the dispatcher waiting
+	// for the hold to end before it leases the three others.
+	if err := clock.BlockUntil(ctx, 5); err != nil {
 		t.Fatalf("waiting for the batches to wait: %v (%d timers, %d requests)", err, clock.Pending(), len(s.Requests()))
 	}
 	if n := len(s.Requests()); n != 1 {
 		t.Fatalf("%d requests before the Retry-After passed, want only the rate-limited one", n)
+	}
+	if row, _ := sourceRow(c, uploader.DefaultSource); row.InFlight != 4 {
+		t.Errorf("%d batches leased during the hold, want the limit of 4", row.InFlight)
 	}
 	clock.Advance(10 * time.Second)
 	if err := s.WaitEvents(ctx, 14); err != nil {

@@ -38,8 +38,28 @@ func TestGate_Sources_EachSourceHoldsOnlyItself(t *testing.T) {
 				g.pauseUntil("a", clk.Now().Add(30*time.Second))
 			},
 			admitted: "ny",
-			leasable: map[string]bool{"a": false, "b": true, "eu": true},
+			leasable: map[string]bool{"a": true, "b": true, "eu": true}, // a ahead of its hold's end
 			paused:   map[string]string{"a": PausedRetryAfter, "b": ""},
+		},
+		{
+			name: "a source on a Retry-After is leased ahead of its end up to its endpoint's limit", concurrency: "2",
+			leases: []string{"a", "a"},
+			setup: func(t *testing.T, g *gate, _ []*lease, clk *budgettest.Clock) {
+				g.pauseUntil("a", clk.Now().Add(30*time.Second))
+			},
+			admitted: "nn",
+			leasable: map[string]bool{"a": false, "b": true, "eu": true},
+		},
+		{
+			name: "the sources on a Retry-After share their endpoint's limit of batches leased ahead", concurrency: "2",
+			leases: []string{"a", "b", "eu"},
+			setup: func(t *testing.T, g *gate, _ []*lease, clk *budgettest.Clock) {
+				for _, s := range []string{"a", "b", "eu"} {
+					g.pauseUntil(s, clk.Now().Add(30*time.Second))
+				}
+			},
+			admitted: "nnn",
+			leasable: map[string]bool{"a": false, "b": false, "eu": true},
 		},
 		{
 			name: "a Retry-After ends at its deadline", concurrency: "4",
@@ -193,5 +213,21 @@ func TestGate_Sources_EachEndpointHasItsOwnLimit(t *testing.T) {
 	g.finish(l.seq, &delivery.Outcome{Class: delivery.ClassRetryable, BackPressure: true}, time.Millisecond)
 	if eu, us := g.autoLocked("eu").Limit(), g.autoLocked("us").Limit(); eu != 8 || us != 16 {
 		t.Fatalf("limits after back-pressure from eu: eu %d, us %d; want 8 and 16", eu, us)
+	}
+}
+
+// Once the worker stops, a source on a Retry-After is no longer leased ahead of the hold's
+// end: Close waits for no hold, and a batch leased then would only be left queued.
+func TestGate_ARetryAfterIsNotLeasedAheadOnceTheWorkerStops(t *testing.T) {
+	clk := budgettest.New(time.Unix(0, 0))
+	g := newGate(UploadConfig{Concurrency: "4"}, 0, clk, testPace, nil)
+	addOf(g, "a")
+	g.pauseUntil("a", clk.Now().Add(30*time.Second))
+	if ok, _ := g.leasable("a", false); !ok {
+		t.Fatal("a running worker does not lease a held source ahead of its hold's end")
+	}
+	ok, until := g.leasable("a", true)
+	if ok || !until.Equal(clk.Now().Add(30*time.Second)) {
+		t.Fatalf("stopping: leasable %v until %v; want false until the hold's end", ok, until)
 	}
 }

@@ -33,7 +33,8 @@ type SourceStats struct {
 	PausedUntil  time.Time
 	AuthCode     string
 	AuthKey      string
-	// InFlight is how many of its batches are leased and not yet delivered or dead-lettered.
+	// InFlight is how many of its batches are leased and not yet delivered or dead-lettered
+	// (during a Retry-After, those leased ahead of its end included).
 	InFlight int
 }
 
