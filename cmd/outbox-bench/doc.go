@@ -41,8 +41,9 @@
 //	outage    -fault-events queued events drained in process with upload.concurrency auto,
 //	          4 and 1 side by side; once a quarter are delivered the collector answers 503 to
 //	          everything for -outage (real time), then 200: batch requests the client began
-//	          during the outage, and of them those begun after its first failed answer (held
-//	          to concurrency 1's), time from its end until all are delivered, events lost
+//	          during the outage, and of them those begun after it had a failed answer with
+//	          no success after it (held to concurrency 1's + 1), time from its end until all
+//	          are delivered, events lost
 //	e2e       end to end, first enqueue → the sink holds all N distinct messageIds, gzip on,
 //	          queue.sync always: through the library (-producers goroutines calling
 //	          Enqueue) and through the agent (-clients × -per-request over HTTP)

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
+	"github.com/outboxhq/outbox/pkg/delivery"
+	"github.com/outboxhq/outbox/pkg/httpdest"
+	"github.com/outboxhq/outbox/pkg/segment"
 	"github.com/outboxhq/outbox/pkg/sink"
 	"github.com/outboxhq/outbox/pkg/uploader"
 )
@@ -21,7 +23,7 @@ type outageResult struct {
 	limitAt     int           // the concurrency limit then
 	requests    int64         // batch requests the client began during the outage
 	answered    int64         // batch requests the collector answered during it (those in flight when it began included)
-	informed    int64         // of requests, those begun after the client had its first failed answer
+	informed    int64         // of requests, those begun after the client had a failed answer with no success after it
 	recovery    time.Duration // end of the outage → the collector holds every event
 	unique      int64
 	dead        int64
@@ -72,20 +74,28 @@ func outageRun(ctx context.Context, dir string, n int, conc string, down, limit 
 		return fail(err)
 	}
 	defer s.Close()
-	// When each request began, on the client's side: a request in flight when the outage begins
-	// was sent before it, whatever the collector answers it, and with many batches in flight
-	// the collector answers some of those only after the switch.
-	// The client learns of a failure when the worker has classified it (OnAttempt runs after
-	// the gate has seen the answer): a request begun between the answer's arrival and then was
-	// on its way before the client could know, as the ones in flight when the outage began.
-	rt := &timedTransport{next: http.DefaultTransport.(*http.Transport).Clone()}
+	// When each attempt began, on the client's side: when the gate admitted it and the worker
+	// handed it to the destination (the request reaches the transport later, by however long
+	// the goroutine waits for a core). A request in flight when the outage begins was sent
+	// before it, whatever the collector answers it, and with many batches in flight the
+	// collector answers some of those only after the switch.
+	// The client learns of an outage when the worker has classified a failed answer with no
+	// success after it (OnAttempt runs after the gate has seen the answer): an attempt begun
+	// before then was on its way before the client could know, as the ones in flight when the
+	// outage began. A success classified after a failure says the collector was up when it
+	// answered: requests overtake each other on the way, so one begun after the failed one may
+	// have reached the collector before it went down.
+	rt := &attemptTimes{}
 	onAttempt := func(a uploader.AttemptInfo) {
-		if a.Path == uploader.PathBackoff {
-			rt.learnt(time.Now())
+		switch {
+		case a.Path == uploader.PathBackoff:
+			rt.learnt(time.Now(), false)
+		case a.Code == "200":
+			rt.learnt(time.Now(), true)
 		}
 	}
 	c, err := openClientWith(dir, s.endpoint(), func(cfg *uploader.Config) { cfg.Upload.Concurrency = conc },
-		uploader.WithTransport(rt), uploader.WithHooks(uploader.Hooks{OnAttempt: onAttempt}))
+		uploader.WithDestinationFunc(timedDestinationFunc(rt)), uploader.WithHooks(uploader.Hooks{OnAttempt: onAttempt}))
 	if err != nil {
 		return fail(err)
 	}
@@ -112,22 +122,7 @@ func outageRun(ctx context.Context, dir string, n int, conc string, down, limit 
 	res.answered = s.Stats().Requests - st0.Requests
 	err = s.Wait(wctx, func(st sink.Stats) bool { return st.Unique >= int64(n) })
 	res.recovery, res.unique, res.dead = time.Since(end), s.Stats().Unique, c.Stats().Dead.Events
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	informedAt := end
-	for _, at := range rt.known {
-		if !at.Before(start) && at.Before(informedAt) {
-			informedAt = at
-		}
-	}
-	for _, at := range rt.began {
-		if !at.Before(start) && at.Before(end) {
-			res.requests++
-			if !at.Before(informedAt) {
-				res.informed++
-			}
-		}
-	}
+	res.requests, res.informed = rt.count(start, end)
 	if err != nil {
 		return fail(fmt.Errorf("after the outage the collector holds %d of %d events (dead %d): %w", res.unique, n, res.dead, err))
 	}
@@ -157,7 +152,7 @@ func (b *bench) outageRows() []row {
 		rw := row{name: name, result: fmt.Sprintf("%s requests, %s after", thousands(r.requests), thousands(r.informed)),
 			detail: fmt.Sprintf("outage (upload.concurrency %s): uploader.Client with defaults draining %s queued events; once %s were "+
 				"delivered (concurrency limit %d then) the collector answered every request 503 (%q) for %s, then 200: the client "+
-				"began %s batch requests during the outage (%s of them after it had classified its first failed answer), and the collector answered %s "+
+				"began %s batch requests during the outage (%s of them after it had classified a failed answer with no success after it), and the collector answered %s "+
 				"in it (those in flight when it began included); after it the collector held all %s distinct events %s later; lost %d, dead-lettered %d.",
 				r.concurrency, thousands(int64(r.events)), thousands(r.atStart), r.limitAt, outageSpec, b.opt.outage,
 				thousands(r.requests), thousands(r.informed), thousands(r.answered), thousands(r.unique), secs(r.recovery), lost, r.dead)}
@@ -178,26 +173,87 @@ func (b *bench) outageRows() []row {
 	return rs
 }
 
-// timedTransport records when each request began, and when the worker classified a failed answer.
-type timedTransport struct {
-	next http.RoundTripper
-
+// attemptTimes records when the client began each attempt, and when the worker classified a
+// failed or a successful answer.
+type attemptTimes struct {
 	mu    sync.Mutex // guards the fields below
 	began []time.Time
-	known []time.Time // when the worker had classified a failed answer
+	known []classified
 }
 
-// learnt records that the worker classified a failed answer at t.
-func (t *timedTransport) learnt(at time.Time) {
+// classified is when the worker classified an answer, and whether it was a success.
+type classified struct {
+	at time.Time
+	ok bool
+}
+
+// count returns the attempts begun in [start, end), and of them those begun once the client
+// had classified a failed answer with no success classified after it within the window.
+func (t *attemptTimes) count(start, end time.Time) (requests, informed int64) {
 	t.mu.Lock()
-	t.known = append(t.known, at)
+	defer t.mu.Unlock()
+	var lastOK time.Time
+	for _, k := range t.known {
+		if k.ok && !k.at.Before(start) && k.at.Before(end) && k.at.After(lastOK) {
+			lastOK = k.at
+		}
+	}
+	informedAt := end
+	for _, k := range t.known {
+		if !k.ok && !k.at.Before(start) && k.at.After(lastOK) && k.at.Before(informedAt) {
+			informedAt = k.at
+		}
+	}
+	for _, at := range t.began {
+		if !at.Before(start) && at.Before(end) {
+			requests++
+			if !at.Before(informedAt) {
+				informed++
+			}
+		}
+	}
+	return requests, informed
+}
+
+// learnt records that the worker classified an answer at t: a success (ok) or a failure.
+func (t *attemptTimes) learnt(at time.Time, ok bool) {
+	t.mu.Lock()
+	t.known = append(t.known, classified{at: at, ok: ok})
 	t.mu.Unlock()
 }
 
-// RoundTrip sends req through next, recording when it began.
-func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// begin records that an attempt began at t.
+func (t *attemptTimes) begin(at time.Time) {
 	t.mu.Lock()
-	t.began = append(t.began, time.Now())
+	t.began = append(t.began, at)
 	t.mu.Unlock()
-	return t.next.RoundTrip(req)
+}
+
+// timedDestination is the HTTP destination, recording when each attempt is handed to it: the
+// gate has just admitted it, so that is when the client decided to send. Embedding keeps the
+// destination's other methods (its bound, its payloads built ahead, its credentials).
+type timedDestination struct {
+	*httpdest.Destination
+	times *attemptTimes
+}
+
+// Send records the attempt's start and sends it.
+func (d timedDestination) Send(ctx context.Context, b delivery.Batch) delivery.Outcome {
+	d.times.begin(time.Now())
+	return d.Destination.Send(ctx, b)
+}
+
+// timedDestinationFunc builds the client's HTTP destination as segment.Open does, timed.
+func timedDestinationFunc(times *attemptTimes) uploader.DestinationFunc {
+	return func(p uploader.DestinationParams) (delivery.Destination, error) {
+		d, err := segment.Destination(p)
+		if err != nil {
+			return nil, err
+		}
+		hd, ok := d.(*httpdest.Destination)
+		if !ok {
+			return nil, fmt.Errorf("segment.Destination built a %T, want *httpdest.Destination", d)
+		}
+		return timedDestination{Destination: hd, times: times}, nil
+	}
 }
