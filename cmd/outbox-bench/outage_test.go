@@ -15,9 +15,9 @@ func TestAttemptTimes_CountFromAFailureWithNoSuccessAfterIt(t *testing.T) {
 	fail := func(n int) classified { return classified{at: ms(n)} }
 	ok := func(n int) classified { return classified{at: ms(n), ok: true} }
 	tests := []struct {
-		name              string
-		began             []int
-		known             []classified
+		name               string
+		began              []int
+		known              []classified
 		requests, informed int64
 	}{
 		{"only failures: from the first", []int{1, 2, 5, 9}, []classified{fail(3), fail(6)}, 4, 2},
