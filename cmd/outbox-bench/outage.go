@@ -163,7 +163,7 @@ func (b *bench) outageRows() []row {
 			// failed answer are held to what concurrency 1 begins after its own, plus the check.
 			rw.ref = fmt.Sprintf("%s, %s after (concurrency 1)", thousands(one.requests), thousands(one.informed))
 			rw.ratio = times(float64(r.informed) / float64(max(one.informed, 1)))
-			rw.target = "after the first failure ≤ concurrency 1 + 1, 0 lost"
+			rw.target = "after it was known ≤ concurrency 1 + 1, 0 lost"
 			rw.verdict = verdict(r.informed <= one.informed+1 && lost == 0 && r.dead == 0)
 		} else {
 			rw.ref, rw.target, rw.verdict = "(reference)", "0 lost", verdict(lost == 0 && r.dead == 0)
