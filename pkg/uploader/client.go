@@ -142,7 +142,6 @@ func Open(cfg Config, opts ...Option) (*Client, error) {
 	c.w.prep, _ = dest.(delivery.PreparingDestination)
 	// The gate admits every attempt, in every mode (gate.go).
 	bound := destinationBound(dest)
-	c.w.oneAtATime = bound == 1
 	var endpoint func(string) string // one limit for a destination given whole (Kafka's)
 	if o.destination == nil {        // built with the sources' routes: a limit per endpoint
 		endpoint = srcs.endpointOf(cfg.Upload.Endpoint) // sources sharing an endpoint share its limit
@@ -242,8 +241,8 @@ func withIndex(err error, i int) error {
 // Flush waits until every accepted EnqueueAsync call's done has returned, then asks the worker
 // to upload now, ignoring batch.interval, and waits. It returns nil when the queue is empty,
 // ctx's error when ctx ends first, a *WaitingError when the worker waits on a retry budget
-// (with several batches in flight, once every one of them waits; the queue will not empty
-// before its Until), the *HookError or *ConfigError that keeps the head batch from being sent,
+// (once every batch in flight waits, so not while another source's batch still delivers; the
+// queue will not empty before its Until), the *HookError or *ConfigError that keeps the head batch from being sent,
 // an *AuthPausedError once only sources whose credentials the destination refuses have events
 // left, or errs.ErrClosed after Close.
 func (c *Client) Flush(ctx context.Context) error {
@@ -266,10 +265,14 @@ func (c *Client) Flush(ctx context.Context) error {
 		case auth.Paused && heldQueued(c.q, c.w.gate.authHeld()):
 			// Only the sources paused on refused credentials have events left.
 			return &AuthPausedError{AuthPauseStats: auth}
-		case st.Path != PathNone && st.Path != PathAuth && (c.w.serial() || st.Waiting >= st.InFlight):
-			// With several batches in flight, only once every one of them waits: until
-			// then the others are still delivering. A source paused on refused credentials
-			// does not end Flush while another source still has events (the case above).
+		case st.Path != PathNone && st.Path != PathAuth && st.InFlight == 0:
+			// Only once every batch in flight waits: InFlight counts those sending or
+			// ready to, of sources not held, so while one of them is still delivering
+			// (another source's, with several sources) Flush waits for it. A batch waiting
+			// out its own backoff, and every batch of a source on a Retry-After or whose
+			// breaker is not closed, are not in flight. A source paused on refused
+			// credentials does not end Flush while another source still has events (the
+			// case above).
 			return &WaitingError{Path: st.Path, Until: st.WaitingUntil, Err: st.WaitErr}
 		case st.Paused != nil:
 			return st.Paused

@@ -1,7 +1,9 @@
 package uploader_test
 
 import (
+	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -248,5 +250,58 @@ func TestClient_Sources_ATailOfAnotherSourceGoesAfterTheIntervalWhileOneIsHeld(t
 	}
 	if e := col.Events()[0]; !strings.Contains(string(e), `"event":"b"`) {
 		t.Fatalf("delivered %s, want b's event", e)
+	}
+}
+
+// Flush does not say it waits while another source is still delivering: a source on a
+// Retry-After has its batches leased ahead of the hold's end, all of them waiting, but the
+// other source's batch in flight is progress. (Flush with a cancelled context evaluates once:
+// a *WaitingError then would be the premature answer.)
+func TestClient_Sources_FlushDoesNotSayItWaitsWhileAnotherSourceDelivers(t *testing.T) {
+	for _, conc := range []string{"1", "4"} {
+		t.Run("concurrency "+conc, func(t *testing.T) { flushWhileAnotherSourceDelivers(t, conc) })
+	}
+}
+
+func flushWhileAnotherSourceDelivers(t *testing.T, conc string) {
+	release := make(chan struct{})
+	col := sinktest.Start(t, sink.Options{Respond: func(r sink.Request, scripted sink.Response) sink.Response {
+		switch keyOf(t, r) {
+		case "wk-a":
+			return sink.Response{Status: 429, RetryAfter: "30"}
+		case "wk-b":
+			<-release // b's upload is on its way until the test lets it end
+		}
+		return scripted
+	}})
+	t.Cleanup(func() { close(release) })
+	clock := budgettest.New(time.Time{})
+	c, a, b := twoSources(t, col.URL()+"/v1/batch", "", conc, clock)
+	ctx := waitCtx(t)
+	enqueueIn(t, a, 0, 2) // one batch, answered 429 Retry-After: 30
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if conc != "1" {
+		enqueueIn(t, a, 2, 6) // three more, leased ahead of the hold's end
+		if err := clock.BlockUntil(ctx, 4); err != nil {
+			t.Fatalf("a's batches waiting out the hold: %v (%d timers)", err, clock.Pending())
+		}
+	}
+	enqueueIn(t, b, 0, 2) // one batch, held at the collector
+	if err := col.WaitRequests(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for c.Stats().Upload.InFlight == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("b's batch never counted in flight")
+		}
+		runtime.Gosched()
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	var we *uploader.WaitingError
+	if err := c.Flush(cancelled); errors.As(err, &we) {
+		t.Fatalf("Flush: %v while b's batch is on its way; want it to wait for b", err)
 	}
 }

@@ -48,10 +48,6 @@ func credentialKey(u UploadConfig) string {
 // settings returns the current live settings.
 func (w *worker) settings() *settings { return w.live.Load() }
 
-// serial reports whether batches go one at a time, in order (upload.concurrency: 1, or a
-// destination that takes one at a time).
-func (w *worker) serial() bool { return w.oneAtATime || w.settings().fixed == 1 }
-
 // probePace is the breaker's probe schedule: the n-th probe of an outage goes no sooner than
 // one batch failing alone would make its n-th retry, counted from the first failure, under the
 // retry.* settings in force.

@@ -39,8 +39,6 @@ type worker struct {
 
 	gate    *gate    // admits every attempt (gate.go): the batches in flight, each source's holds
 	sources *sources // the client's sources: the key to fix when one's credentials are refused
-	// oneAtATime: the destination takes one batch at a time (no BoundedDestination).
-	oneAtATime bool
 
 	forgets forgetGate // holds sends while Client.Forget runs (forget.go)
 
