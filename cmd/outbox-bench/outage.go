@@ -79,23 +79,17 @@ func outageRun(ctx context.Context, dir string, n int, conc string, down, limit 
 	// the goroutine waits for a core). A request in flight when the outage begins was sent
 	// before it, whatever the collector answers it, and with many batches in flight the
 	// collector answers some of those only after the switch.
-	// The client learns of an outage when the worker has classified a failed answer with no
-	// success after it (OnAttempt runs after the gate has seen the answer): an attempt begun
-	// before then was on its way before the client could know, as the ones in flight when the
-	// outage began. A success classified after a failure says the collector was up when it
-	// answered: requests overtake each other on the way, so one begun after the failed one may
-	// have reached the collector before it went down.
+	// The client learns of an outage from a failed answer with no success after it, in the
+	// order the gate sees them: when the destination returns each answer, which the gate's
+	// breaker reads next (the OnAttempt hook comes later, after the batch's ack or retry state
+	// has been written, so hooks of answers read together may come in another order). An
+	// attempt begun before then was on its way before the client could know, as the ones in
+	// flight when the outage began. A success after a failure says the collector was up when
+	// it answered: requests overtake each other on the way, so one begun after the failed one
+	// may have reached the collector before it went down.
 	rt := &attemptTimes{}
-	onAttempt := func(a uploader.AttemptInfo) {
-		switch {
-		case a.Path == uploader.PathBackoff:
-			rt.learnt(time.Now(), false)
-		case a.Code == "200":
-			rt.learnt(time.Now(), true)
-		}
-	}
 	c, err := openClientWith(dir, s.endpoint(), func(cfg *uploader.Config) { cfg.Upload.Concurrency = conc },
-		uploader.WithDestinationFunc(timedDestinationFunc(rt)), uploader.WithHooks(uploader.Hooks{OnAttempt: onAttempt}))
+		uploader.WithDestinationFunc(timedDestinationFunc(rt)))
 	if err != nil {
 		return fail(err)
 	}
@@ -152,7 +146,7 @@ func (b *bench) outageRows() []row {
 		rw := row{name: name, result: fmt.Sprintf("%s requests, %s after", thousands(r.requests), thousands(r.informed)),
 			detail: fmt.Sprintf("outage (upload.concurrency %s): uploader.Client with defaults draining %s queued events; once %s were "+
 				"delivered (concurrency limit %d then) the collector answered every request 503 (%q) for %s, then 200: the client "+
-				"began %s batch requests during the outage (%s of them after it had classified a failed answer with no success after it), and the collector answered %s "+
+				"began %s batch requests during the outage (%s of them after it had a failed answer with no success after it), and the collector answered %s "+
 				"in it (those in flight when it began included); after it the collector held all %s distinct events %s later; lost %d, dead-lettered %d.",
 				r.concurrency, thousands(int64(r.events)), thousands(r.atStart), r.limitAt, outageSpec, b.opt.outage,
 				thousands(r.requests), thousands(r.informed), thousands(r.answered), thousands(r.unique), secs(r.recovery), lost, r.dead)}
@@ -173,22 +167,22 @@ func (b *bench) outageRows() []row {
 	return rs
 }
 
-// attemptTimes records when the client began each attempt, and when the worker classified a
-// failed or a successful answer.
+// attemptTimes records when the client began each attempt, and when a failed or a successful
+// answer came back to it.
 type attemptTimes struct {
 	mu    sync.Mutex // guards the fields below
 	began []time.Time
 	known []classified
 }
 
-// classified is when the worker classified an answer, and whether it was a success.
+// classified is when an answer came back, and whether it was a success.
 type classified struct {
 	at time.Time
 	ok bool
 }
 
 // count returns the attempts begun in [start, end), and of them those begun once the client
-// had classified a failed answer with no success classified after it within the window.
+// had a failed answer with no success after it within the window.
 func (t *attemptTimes) count(start, end time.Time) (requests, informed int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -215,7 +209,7 @@ func (t *attemptTimes) count(start, end time.Time) (requests, informed int64) {
 	return requests, informed
 }
 
-// learnt records that the worker classified an answer at t: a success (ok) or a failure.
+// learnt records that an answer came back at t: a success (ok) or a retryable failure.
 func (t *attemptTimes) learnt(at time.Time, ok bool) {
 	t.mu.Lock()
 	t.known = append(t.known, classified{at: at, ok: ok})
@@ -237,10 +231,18 @@ type timedDestination struct {
 	times *attemptTimes
 }
 
-// Send records the attempt's start and sends it.
+// Send records the attempt's start, sends it, and records when a success or a retryable
+// failure came back.
 func (d timedDestination) Send(ctx context.Context, b delivery.Batch) delivery.Outcome {
 	d.times.begin(time.Now())
-	return d.Destination.Send(ctx, b)
+	o := d.Destination.Send(ctx, b)
+	switch o.Class {
+	case delivery.ClassSuccess:
+		d.times.learnt(time.Now(), true)
+	case delivery.ClassRetryable:
+		d.times.learnt(time.Now(), false)
+	}
+	return o
 }
 
 // timedDestinationFunc builds the client's HTTP destination as segment.Open does, timed.
