@@ -126,12 +126,9 @@ func (g *gate) leasable(source string, stopping bool) (ok bool, until time.Time)
 	e := g.endpoint(source)
 	if sg := g.sources[source]; sg != nil {
 		if sg.hold.until.After(now) {
-			ahead := !stopping && !sg.hold.auth.on && sg.brk.state() == "closed" &&
-				g.aheadLocked(e, now) < g.limitLocked(e)
-			if ahead {
-				return true, time.Time{}
-			}
-			return false, sg.hold.until
+			// Leased ahead of the hold's end, within the endpoint's limit.
+			return !stopping && !sg.hold.auth.on && sg.brk.state() == "closed" &&
+				g.aheadLocked(e, now) < g.limitLocked(e), sg.hold.until
 		}
 		live, notWaiting := g.slots.liveOf(source)
 		if sg.hold.auth.on && (live > 0 || stopping) {

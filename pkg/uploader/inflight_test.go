@@ -200,7 +200,7 @@ func TestInFlight_NoAttemptStartsDuringARetryAfterPause(t *testing.T) {
 	if n := len(s.Requests()); n != 1 {
 		t.Fatalf("%d requests before the Retry-After passed, want only the rate-limited one", n)
 	}
-	if row, _ := sourceRow(c, uploader.DefaultSource); row.InFlight != 4 {
+	if row := rowOf(t, c, uploader.DefaultSource); row.InFlight != 4 {
 		t.Errorf("%d batches leased during the hold, want the limit of 4", row.InFlight)
 	}
 	clock.Advance(10 * time.Second)

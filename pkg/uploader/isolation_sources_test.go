@@ -53,13 +53,11 @@ func enqueueIn(t *testing.T, s *uploader.Source, first, n int) {
 // rowOf is the Stats row of source name.
 func rowOf(t *testing.T, c *uploader.Client, name string) uploader.SourceStats {
 	t.Helper()
-	for _, r := range c.Stats().Sources {
-		if r.Name == name {
-			return r
-		}
+	r, ok := sourceRow(c, name)
+	if !ok {
+		t.Fatalf("no Stats row for source %s", name)
 	}
-	t.Fatalf("no Stats row for source %s", name)
-	return uploader.SourceStats{}
+	return r
 }
 
 // waitRow waits until source name's Stats row satisfies cond (its batches' acks follow the
