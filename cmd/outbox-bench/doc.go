@@ -32,12 +32,13 @@
 //	          5% 429 + Retry-After: 1: events/s, retries and waits, events lost (distinct
 //	          messageIds at the sink vs enqueued) — bound by the real waits
 //	faultpeers posthog-go, outbox EnqueueAsync and the HTTP batch client through the agent,
-//	          side by side, one run each of -fault-peer-events events per collector script
-//	          (sink --fail syntax): answering at once, 200:delay=50ms:default (50 ms away),
-//	          503:20% and 503:20%,429:5%:ra=1, each run against a collector of its own;
-//	          distinct events delivered per second of the client's span, events lost (given
-//	          to the client, never accepted), ratios to posthog-go (50 ms) or to the same
-//	          client on the local collector (faults)
+//	          side by side, -fault-peer-events events per run and collector script (sink
+//	          --fail syntax): answering at once, 200:delay=50ms:default (50 ms away),
+//	          503:20% and 503:20%,429:5%:ra=1, each run against a collector of its own; one
+//	          run each, but three rounds against the collector 50 ms away (the clients take
+//	          turns; each row is its client's median run); distinct events delivered per
+//	          second of the client's span, events lost (given to the client, never accepted),
+//	          ratios to posthog-go (50 ms) or to the same client on the local collector (faults)
 //	outage    -fault-events queued events drained in process with upload.concurrency auto,
 //	          4 and 1 side by side; once a quarter are delivered the collector answers 503 to
 //	          everything for -outage (real time), then 200: batch requests the client began
