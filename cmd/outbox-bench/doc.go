@@ -77,8 +77,7 @@
 // Data directories go under -dir ($TMPDIR by default) and are removed after each step
 // (-keep keeps them and the agent logs); the default N of 1,000,000 needs about 1.5 GB free.
 // The full default run takes about 7 to 9 minutes on 2 cores (faultpeers and outage add about
-// three and a half of them, the outage's 30 s of real time and the backoff after it included; sources
-// about one, and up to two on a loaded machine);
-// -quick takes about a minute.
+// three and a half of them, the outage's 30 s of real time and the backoff after it included;
+// sources about one, and up to two on a loaded machine); -quick takes about a minute.
 // The peers section builds bench/peers with the go command (-peers names its directory).
 package main
