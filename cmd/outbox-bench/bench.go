@@ -26,9 +26,8 @@ type bench struct {
 	enq         map[int]enqueueResult
 	hold        *holdResult
 	restart     *restartResult
-	holdEnc     *holdResult    // encrypt.go: the agent section with encryption at rest on
-	restartEnc  *restartResult // encrypt.go
-	extraEnv    []string       // added to every agent's environment (the encrypt section's key)
+	encrypt     *encryptResults // encrypt.go: the agent section without and with encryption at rest, in turns
+	extraEnv    []string        // added to every agent's environment (the encrypt section's key)
 	faults      *drainResult
 	faultPeers  *faultPeerResults // faultpeers.go
 	outage      []outageResult    // outage.go: upload.concurrency auto, 4, then 1
@@ -36,7 +35,7 @@ type bench struct {
 	e2eAg       *e2eAgentResult
 	kafka       *kafkaResult     // kafka.go
 	sources     *sourcesResult   // sources.go
-	errs        map[string]error // by step: "ceiling", "enqueue", "hold", "restart", "hold-encrypted", "restart-encrypted", "faults", "e2e-lib", "e2e-agent", "sources"
+	errs        map[string]error // by step: "ceiling", "enqueue", "hold", "restart", "hold-encrypted", "faults", "e2e-lib", "e2e-agent", "sources"
 	enqueueErrs map[int]error
 }
 

@@ -28,6 +28,9 @@
 //	            2. a restart on the same directory against a live loopback sink with gzip:
 //	               time to GET /readyz 200, the drain of all N, peak RssAnon while
 //	               draining, the file size once drained (after the store's compaction)
+//	encrypt   the agent's ingest and drain (1. and 2. above) three times without encryption
+//	          at rest and with it (queue.encryption.key_files, AES-256-GCM), in turns: the
+//	          medians with it against the medians without
 //	faults    -fault-events queued events drained in process against 20% 503 and
 //	          5% 429 + Retry-After: 1: events/s, retries and waits, events lost (distinct
 //	          messageIds at the sink vs enqueued) — bound by the real waits
@@ -76,8 +79,8 @@
 //
 // Data directories go under -dir ($TMPDIR by default) and are removed after each step
 // (-keep keeps them and the agent logs); the default N of 1,000,000 needs about 1.5 GB free.
-// The full default run takes about 7 to 9 minutes on 2 cores (faultpeers and outage add about
-// three and a half of them, the outage's 30 s of real time and the backoff after it included;
-// sources about one, and up to two on a loaded machine); -quick takes about a minute.
+// The full default run takes about 8 to 10 minutes on 2 cores (faultpeers, encrypt and outage
+// add about four and a half of them, the outage's 30 s of real time and the backoff after it
+// included; sources about one, and up to two on a loaded machine); -quick takes about a minute.
 // The peers section builds bench/peers with the go command (-peers names its directory).
 package main
