@@ -1,12 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/outboxhq/outbox/pkg/store/keyring"
@@ -95,16 +93,13 @@ func (b *bench) encryptRun(ctx context.Context) (encryptRun, error) {
 	return encryptRun{hold: h, restart: r}, nil
 }
 
-// medianOf returns the run of the median f (the lower middle for an even count) and every
-// run's f in the order run, formatted.
+// medianOf returns the run of the median f and every run's f in the order run, formatted.
 func medianOf(rs []encryptRun, f func(encryptRun) float64) (encryptRun, []string) {
 	each := make([]string, len(rs))
 	for i, r := range rs {
 		each[i] = rate(f(r))
 	}
-	sorted := slices.Clone(rs)
-	slices.SortFunc(sorted, func(a, b encryptRun) int { return cmp.Compare(f(a), f(b)) })
-	return sorted[(len(sorted)-1)/2], each
+	return medianBy(rs, f), each
 }
 
 // encryptRows are the agent ingest and drain rows with encryption at rest on, each against the

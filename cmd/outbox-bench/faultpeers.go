@@ -1,10 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -67,13 +65,6 @@ func (fc faultCase) rounds() int {
 	return 1
 }
 
-// medianRun is the run of the median delivered rate (the lower middle for an even count).
-func medianRun(rs []peerRun) peerRun {
-	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(a, b peerRun) int { return cmp.Compare(a.deliveredRate(), b.deliveredRate()) })
-	return rs[(len(rs)-1)/2]
-}
-
 // runFaultPeers runs each client once per collector script, on -fault-peer-events events,
 // each run against a collector of its own (so its distinct messageIds are the run's).
 func (b *bench) runFaultPeers(ctx context.Context) {
@@ -110,7 +101,7 @@ func (b *bench) runFaultPeers(ctx context.Context) {
 		}
 		for client, rs := range done {
 			if p.errs[fc.name][client] == nil {
-				p.runs[fc.name][client] = medianRun(rs)
+				p.runs[fc.name][client] = medianBy(rs, peerRun.deliveredRate)
 			}
 		}
 	}

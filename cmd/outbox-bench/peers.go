@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -74,12 +73,7 @@ func (p *peerResults) median(client string, f func(peerRun) float64) (float64, b
 	if len(rs) == 0 {
 		return 0, false
 	}
-	vs := make([]float64, len(rs))
-	for i, r := range rs {
-		vs[i] = f(r)
-	}
-	slices.Sort(vs)
-	return vs[(len(vs)-1)/2], true
+	return f(medianBy(rs, f)), true
 }
 
 // peerSink is a loopback pkg/sink that also takes posthog-go's POST /batch/ (its events are

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -242,4 +244,12 @@ func short(n int) string {
 	default:
 		return thousands(int64(n))
 	}
+}
+
+// medianBy returns the element of xs whose f is the median (the lower middle for an even
+// count), so that a row can show the median run's other figures too; xs must not be empty.
+func medianBy[T any](xs []T, f func(T) float64) T {
+	sorted := slices.Clone(xs)
+	slices.SortStableFunc(sorted, func(a, b T) int { return cmp.Compare(f(a), f(b)) })
+	return sorted[(len(sorted)-1)/2]
 }
