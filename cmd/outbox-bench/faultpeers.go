@@ -65,8 +65,9 @@ func (fc faultCase) rounds() int {
 	return 1
 }
 
-// runFaultPeers runs each client once per collector script, on -fault-peer-events events,
-// each run against a collector of its own (so its distinct messageIds are the run's).
+// runFaultPeers runs each client once per collector script (fc.rounds() times, in turns with
+// the other clients, against the one 50 ms away), on -fault-peer-events events, each run
+// against a collector of its own (so its distinct messageIds are the run's).
 func (b *bench) runFaultPeers(ctx context.Context) {
 	p := &faultPeerResults{runs: map[string]map[string]peerRun{}, rounds: map[string]map[string][]float64{},
 		errs: map[string]map[string]error{}, n: b.opt.faultPeerEvents}
