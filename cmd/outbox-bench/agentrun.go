@@ -103,6 +103,14 @@ type restartResult struct {
 	exit      time.Duration
 }
 
+// rate is the drain's distinct events per second (0 when it was not timed).
+func (r restartResult) rate() float64 {
+	if r.drain <= 0 {
+		return 0
+	}
+	return float64(r.unique) / r.drain.Seconds()
+}
+
 // agentRestartDrain starts the agent on dataDir (holding n events) against a live loopback
 // sink with gzip: it measures the time to ready, the drain of all n events, the memory while
 // draining and the file size once drained, then stops the agent with SIGTERM.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/outboxhq/outbox/pkg/store/keyring"
 )
@@ -28,12 +27,7 @@ type encryptRun struct {
 
 func (r encryptRun) ingestRate() float64 { return r.hold.ingest.rate() }
 
-func (r encryptRun) drainRate() float64 {
-	if r.restart.drain <= 0 {
-		return 0
-	}
-	return float64(r.restart.unique) / r.restart.drain.Seconds()
-}
+func (r encryptRun) drainRate() float64 { return r.restart.rate() }
 
 // encryptResults are the encrypt section's runs, plain and sealed, in the order run.
 type encryptResults struct{ plain, sealed []encryptRun }
@@ -93,15 +87,6 @@ func (b *bench) encryptRun(ctx context.Context) (encryptRun, error) {
 	return encryptRun{hold: h, restart: r}, nil
 }
 
-// medianOf returns the run of the median f and every run's f in the order run, formatted.
-func medianOf(rs []encryptRun, f func(encryptRun) float64) (encryptRun, []string) {
-	each := make([]string, len(rs))
-	for i, r := range rs {
-		each[i] = rate(f(r))
-	}
-	return medianBy(rs, f), each
-}
-
 // encryptRows are the agent ingest and drain rows with encryption at rest on, each against the
 // same section's runs without.
 func (b *bench) encryptRows() []row {
@@ -113,8 +98,7 @@ func (b *bench) encryptRows() []row {
 	}
 	rounds := fmt.Sprintf("the medians of %d rounds, each an agent without encryption and then one with it", len(e.sealed))
 	var rs []row
-	sealed, sealedEach := medianOf(e.sealed, encryptRun.ingestRate)
-	plain, plainEach := medianOf(e.plain, encryptRun.ingestRate)
+	sealed, plain := medianBy(e.sealed, encryptRun.ingestRate), medianBy(e.plain, encryptRun.ingestRate)
 	v, ref := sealed.ingestRate(), plain.ingestRate()
 	refText, ratio := ratioTo(v, ref)
 	rs = append(rs, row{
@@ -122,18 +106,17 @@ func (b *bench) encryptRows() []row {
 		target: "≥ 90% of without", verdict: verdictIf(ref > 0, v >= targetEncrypted*ref),
 		detail: fmt.Sprintf("agent ingest, encryption on: as the agent ingest row, with queue.encryption.key_files set to one key: "+
 			"every event sealed with AES-256-GCM before it is stored; %s (in the order run, without: %s; with: %s). "+
-			"The median run with encryption: %s", rounds, strings.Join(plainEach, ", "), strings.Join(sealedEach, ", "),
+			"The median run with encryption: %s", rounds, eachRate(e.plain, encryptRun.ingestRate), eachRate(e.sealed, encryptRun.ingestRate),
 			sealed.hold.cpu.perEvent(sealed.hold.ingest.events, sealed.hold.ingest.elapsed, "agent", "load generator (the bench process)")),
 	})
-	sealed, sealedEach = medianOf(e.sealed, encryptRun.drainRate)
-	plain, plainEach = medianOf(e.plain, encryptRun.drainRate)
+	sealed, plain = medianBy(e.sealed, encryptRun.drainRate), medianBy(e.plain, encryptRun.drainRate)
 	v, ref = sealed.drainRate(), plain.drainRate()
 	refText, ratio = ratioTo(v, ref)
 	rs = append(rs, row{name: drainName, result: rate(v), ref: refText, ratio: ratio,
 		target: "≥ 90% of without", verdict: verdictIf(ref > 0, v >= targetEncrypted*ref),
 		detail: fmt.Sprintf("drain, encryption on: as the drain row, every record opened (AES-256-GCM) as it is leased; "+
 			"%s (in the order run, without: %s; with: %s). The median run with encryption: %s distinct messageIds in %s (%d duplicates).",
-			rounds, strings.Join(plainEach, ", "), strings.Join(sealedEach, ", "),
+			rounds, eachRate(e.plain, encryptRun.drainRate), eachRate(e.sealed, encryptRun.drainRate),
 			thousands(sealed.restart.unique), secs(sealed.restart.drain), sealed.restart.dups)})
 	return rs
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/outboxhq/outbox/pkg/sink"
@@ -48,13 +47,21 @@ func faultClients() []string { return []string{peerPosthog, peerAsync, peerViaAg
 // draw of each.
 const delayRounds = 3
 
-// faultPeerResults are the side-by-side runs, by case name and client: the run (the median
-// one of several rounds) and every round's delivered rate.
+// faultPeerResults are the side-by-side runs, by case name and client, in the order run.
 type faultPeerResults struct {
-	runs   map[string]map[string]peerRun
-	rounds map[string]map[string][]float64
-	errs   map[string]map[string]error
-	n      int
+	runs map[string]map[string][]peerRun
+	errs map[string]map[string]error
+	n    int
+}
+
+// run is the client's median run of the case (by delivered rate); false when the client has
+// no run of it or one of its rounds failed.
+func (p *faultPeerResults) run(caseName, client string) (peerRun, bool) {
+	rs := p.runs[caseName][client]
+	if len(rs) == 0 || p.errs[caseName][client] != nil {
+		return peerRun{}, false
+	}
+	return medianBy(rs, peerRun.deliveredRate), true
 }
 
 // rounds is how many times each client runs against the case's collector.
@@ -69,8 +76,7 @@ func (fc faultCase) rounds() int {
 // the other clients, against the one 50 ms away), on -fault-peer-events events, each run
 // against a collector of its own (so its distinct messageIds are the run's).
 func (b *bench) runFaultPeers(ctx context.Context) {
-	p := &faultPeerResults{runs: map[string]map[string]peerRun{}, rounds: map[string]map[string][]float64{},
-		errs: map[string]map[string]error{}, n: b.opt.faultPeerEvents}
+	p := &faultPeerResults{runs: map[string]map[string][]peerRun{}, errs: map[string]map[string]error{}, n: b.opt.faultPeerEvents}
 	b.faultPeers = p
 	tools, err := b.peerTools(ctx, "fault-peer-events.jsonl", p.n)
 	if err != nil {
@@ -78,8 +84,7 @@ func (b *bench) runFaultPeers(ctx context.Context) {
 		return
 	}
 	for _, fc := range b.faultCases() {
-		p.runs[fc.name], p.rounds[fc.name], p.errs[fc.name] = map[string]peerRun{}, map[string][]float64{}, map[string]error{}
-		done := map[string][]peerRun{}
+		p.runs[fc.name], p.errs[fc.name] = map[string][]peerRun{}, map[string]error{}
 		for round := range fc.rounds() {
 			for _, client := range faultClients() {
 				if ctx.Err() != nil {
@@ -96,13 +101,7 @@ func (b *bench) runFaultPeers(ctx context.Context) {
 					b.progress("fault peers %s, %s failed: %v", fc.name, client, err)
 					continue
 				}
-				done[client] = append(done[client], r)
-				p.rounds[fc.name][client] = append(p.rounds[fc.name][client], r.deliveredRate())
-			}
-		}
-		for client, rs := range done {
-			if p.errs[fc.name][client] == nil {
-				p.runs[fc.name][client] = medianBy(rs, peerRun.deliveredRate)
+				p.runs[fc.name][client] = append(p.runs[fc.name][client], r)
 			}
 		}
 	}
@@ -175,7 +174,7 @@ func (b *bench) faultPeerRows() []row {
 	for _, fc := range b.faultCases() {
 		for _, client := range faultClients() {
 			name := fc.name + ": " + faultClientNames[client]
-			r, ok := p.runs[fc.name][client]
+			r, ok := p.run(fc.name, client)
 			if !ok {
 				if err := p.errs[fc.name][client]; err != nil {
 					rs = append(rs, row{name: name, result: "error", verdict: "error", detail: err.Error()})
@@ -206,14 +205,10 @@ func (b *bench) faultPeerRow(name string, fc faultCase, client string, r peerRun
 	rw.detail = fmt.Sprintf("%s: %s events to a collector of its own %s: %s distinct delivered in %s, %s; %s batch requests, "+
 		"%s accepted events with duplicates.", name, thousands(r.Events), script, thousands(r.unique),
 		secs(time.Duration(r.ElapsedNS)), lost, thousands(r.requests), thousands(r.delivered))
-	if rates := p.rounds[fc.name][client]; len(rates) > 1 {
-		each := make([]string, len(rates))
-		for i, v := range rates {
-			each[i] = rate(v)
-		}
-		rw.detail += fmt.Sprintf(" The median of %d rounds (%s, in the order run).", len(rates), strings.Join(each, ", "))
+	if rs := p.runs[fc.name][client]; len(rs) > 1 {
+		rw.detail += fmt.Sprintf(" The median of %d rounds (%s, in the order run).", len(rs), eachRate(rs, peerRun.deliveredRate))
 	}
-	local, okLocal := p.runs[b.faultCases()[0].name][client]
+	local, okLocal := p.run(b.faultCases()[0].name, client)
 	if sr := r.sustainedRate(); sr > 0 {
 		rw.detail += fmt.Sprintf(" The first %d%% were accepted %s after the first request: %s sustained.", sustainedShare, secs(r.sustained), rate(sr))
 		if okLocal && fc.base != "" && local.sustainedRate() > 0 {
@@ -224,7 +219,7 @@ func (b *bench) faultPeerRow(name string, fc faultCase, client string, r peerRun
 	case "":
 		rw.ref = "(reference)"
 	case delaySpec:
-		if ph, ok := p.runs[fc.name][peerPosthog]; ok && outbox {
+		if ph, ok := p.run(fc.name, peerPosthog); ok && outbox {
 			ref := ph.deliveredRate()
 			rw.ref, rw.ratio = rate(ref)+" (posthog-go)", times(v/ref)
 			rw.target, rw.verdict = fmt.Sprintf("≥ %.1f× posthog-go", targetDelay), verdict(v >= targetDelay*ref && r.lost() == 0)

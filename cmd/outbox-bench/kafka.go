@@ -113,7 +113,7 @@ func (b *bench) kafkaRows() []row {
 	}
 	ref, ratio := "", ""
 	if h := b.restart; h != nil {
-		http := float64(h.unique) / h.drain.Seconds()
+		http := h.rate()
 		ref, ratio = "HTTP drain "+rate(http), pct(r.rate()/http)
 	}
 	lost := int64(r.events) - r.acked - r.dead

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -103,8 +104,7 @@ func (b *bench) drainRows() []row {
 	var rs []row
 	name := fmt.Sprintf("drain %s queued, gzip (agent)", short(b.opt.events))
 	if r := b.restart; r != nil {
-		v := float64(r.unique) / r.drain.Seconds()
-		rs = append(rs, row{name: name, result: rate(v),
+		rs = append(rs, row{name: name, result: rate(r.rate()),
 			detail: fmt.Sprintf("drain: the agent restarted on %s queued events, defaults (500-event batches, gzip, acks fsync'd), "+
 				"to a loopback pkg/sink; first batch at the sink → the sink holds all %s distinct messageIds: %s (%d duplicates).",
 				thousands(int64(b.opt.events)), thousands(r.unique), secs(r.drain), r.dups)})
@@ -244,6 +244,16 @@ func short(n int) string {
 	default:
 		return thousands(int64(n))
 	}
+}
+
+// eachRate is every element's f, formatted as a rate and in order: the rounds a median was
+// taken of.
+func eachRate[T any](xs []T, f func(T) float64) string {
+	each := make([]string, len(xs))
+	for i, x := range xs {
+		each[i] = rate(f(x))
+	}
+	return strings.Join(each, ", ")
 }
 
 // medianBy returns the element of xs whose f is the median (the lower middle for an even
